@@ -1,0 +1,87 @@
+"""Catalog entries: tables (a connector plus options and a schema) and views (SQL text).
+
+The catalog is a plain in-memory registry owned by a session. Entries are immutable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from flowsql.errors import CatalogError
+
+
+@dataclass(frozen=True)
+class TableStatistics:
+    """What the optimizer may know about a table before reading it."""
+
+    row_count: int | None = None
+    total_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A table backed by a connector. ``options`` are the DDL's WITH properties."""
+
+    name: str
+    schema: pa.Schema
+    options: dict[str, str] = field(default_factory=dict)
+    statistics: TableStatistics = field(default_factory=TableStatistics)
+
+    @property
+    def connector(self) -> str:
+        return self.options.get("connector", "filesystem")
+
+    @property
+    def format(self) -> str:
+        return self.options.get("format", "parquet")
+
+    @property
+    def path(self) -> str | None:
+        return self.options.get("path")
+
+
+@dataclass(frozen=True)
+class ViewEntry:
+    """A view is its query text, bound anew each time it is used."""
+
+    name: str
+    sql: str
+    column_names: tuple[str, ...] = ()
+
+
+Entry = TableEntry | ViewEntry
+
+
+class Catalog:
+    """Case-insensitive registry of tables and views."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Entry] = {}
+
+    def get(self, name: str) -> Entry | None:
+        return self._entries.get(name.lower())
+
+    def names(self) -> list[str]:
+        return sorted(e.name for e in self._entries.values())
+
+    def add(self, entry: Entry, replace: bool = False, if_not_exists: bool = False) -> None:
+        key = entry.name.lower()
+        if key in self._entries and not replace:
+            if if_not_exists:
+                return
+            kind = "view" if isinstance(self._entries[key], ViewEntry) else "table"
+            raise CatalogError(f"{kind} '{entry.name}' already exists")
+        self._entries[key] = entry
+
+    def drop(self, name: str, kind: type, if_exists: bool = False) -> None:
+        entry = self._entries.get(name.lower())
+        label = "view" if kind is ViewEntry else "table"
+        if entry is None:
+            if if_exists:
+                return
+            raise CatalogError(f"{label} '{name}' does not exist")
+        if not isinstance(entry, kind):
+            raise CatalogError(f"'{name}' is not a {label}")
+        del self._entries[name.lower()]

@@ -1,0 +1,256 @@
+"""Physical plan nodes: each names an algorithm and carries its estimates.
+
+Expressions inside physical nodes are the same bound expressions as in the logical plan;
+column references resolve against the node's input schema(s) by column id. For joins, key
+expressions resolve against their own side and the residual against left fields followed by
+right fields.
+
+``est_rows`` is the optimizer's cardinality estimate, shown by EXPLAIN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from flowsql.planner.catalog import TableEntry
+from flowsql.planner.expressions import AggCall, Expr, SortKey, WindowCall
+from flowsql.planner.schema import Field, Schema
+
+
+class PhysicalPlan:
+    """Base of physical nodes: ``schema``, ``inputs``, ``est_rows``."""
+
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        raise NotImplementedError
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return ()
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class TableScanExec(PhysicalPlan):
+    """Read columns ``fields`` of ``table``; ``filters`` are pushed to the reader (row-group
+    pruning for Parquet) and also applied exactly to every batch."""
+
+    table: TableEntry
+    fields: Schema
+    filters: tuple[Expr, ...]
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields
+
+
+@dataclass(frozen=True, eq=False)
+class ValuesExec(PhysicalPlan):
+    fields: Schema
+    rows: tuple[tuple[Expr, ...], ...]
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields
+
+
+class _Unary(PhysicalPlan):
+    input: PhysicalPlan
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, input=inputs[0])  # type: ignore[type-var]
+
+
+@dataclass(frozen=True, eq=False)
+class FilterExec(_Unary):
+    input: PhysicalPlan
+    predicate: Expr
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class ProjectExec(_Unary):
+    input: PhysicalPlan
+    exprs: tuple[Expr, ...]
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields
+
+
+@dataclass(frozen=True, eq=False)
+class HashJoinExec(PhysicalPlan):
+    """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual``.
+
+    ``kind`` as in the logical Join (inner, left, right, full, semi, anti, mark, single).
+    ``build_side`` is the side held in the hash table (the optimizer picks the smaller).
+    ``null_aware`` (anti and mark): NOT IN / IN semantics with NULL keys. Keys never match
+    on NULL (SQL equality).
+    """
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    residual: Expr | None
+    build_side: str
+    est_rows: float
+    mark: Field | None = None
+    null_aware: bool = False
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, self.mark)
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])
+
+
+@dataclass(frozen=True, eq=False)
+class NestedLoopJoinExec(PhysicalPlan):
+    """Join without equality keys: every left row against every right row, filtered by
+    ``condition`` (None: cross product). Same kinds as HashJoinExec."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    condition: Expr | None
+    est_rows: float
+    mark: Field | None = None
+    null_aware: bool = False
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, self.mark)
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])
+
+
+def _join_schema(kind: str, left: Schema, right: Schema, mark: Field | None) -> Schema:
+    if kind in ("semi", "anti"):
+        return left
+    if kind == "mark":
+        assert mark is not None
+        return (*left, mark)
+    if kind in ("right", "full"):
+        left = tuple(f.as_nullable() for f in left)
+    if kind in ("left", "full", "single"):
+        right = tuple(f.as_nullable() for f in right)
+    return (*left, *right)
+
+
+@dataclass(frozen=True, eq=False)
+class HashAggregateExec(_Unary):
+    """Group by ``group_exprs`` and compute ``aggs``; output group fields then agg fields.
+    With no group expressions, exactly one row (aggregates over the empty input give
+    COUNT 0 and NULL for the others)."""
+
+    input: PhysicalPlan
+    group_exprs: tuple[Expr, ...]
+    group_fields: Schema
+    aggs: tuple[AggCall, ...]
+    agg_fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.group_fields, *self.agg_fields)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowExec(_Unary):
+    input: PhysicalPlan
+    calls: tuple[WindowCall, ...]
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.fields)
+
+
+@dataclass(frozen=True, eq=False)
+class SortExec(_Unary):
+    input: PhysicalPlan
+    keys: tuple[SortKey, ...]
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class TopNExec(_Unary):
+    """ORDER BY keys LIMIT limit OFFSET offset, keeping only limit+offset rows in memory."""
+
+    input: PhysicalPlan
+    keys: tuple[SortKey, ...]
+    limit: int
+    offset: int
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class LimitExec(_Unary):
+    input: PhysicalPlan
+    limit: int | None
+    offset: int
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class SetOpExec(PhysicalPlan):
+    """UNION / INTERSECT / EXCEPT [ALL] by position; inputs already have the output types."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    all: bool
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])

@@ -1,0 +1,1 @@
+"""The runtime: physical plans executed as dataflows of operators over Arrow record batches."""

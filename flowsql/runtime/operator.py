@@ -1,0 +1,97 @@
+"""The operator contract: logic only, no channels, no threads, no alignment.
+
+Call order, made by the task runner (never by operators themselves)::
+
+    open(context)
+    ( process_batch(input, batch) | process_watermark(watermark) | on_timer(t) )*
+    end_input(input)            -- once per input, after its last batch
+    ( snapshot_state(checkpoint_id) / notify_checkpoint_complete(id) )*   -- streaming
+    close()
+
+Every hook returns the batches it emits (an iterable, possibly empty), so an operator never
+touches a channel; the runner forwards what it returns. Only ``process_batch`` must be
+written; every other hook has a safe default. Inputs are numbered from 0 in the order of
+the physical node's ``inputs``. An operator with several inputs may say which input it wants
+to consume first (``input_order``): a hash join reads its build side to the end before the
+probe side, which is what lets a single-process runner stream the probe side.
+
+Blocking operators account the bytes they hold with ``context.memory.reserve`` so a query
+that exceeds ``execution.memory-budget`` fails with a clear message instead of swapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from flowsql.errors import ResourceExhausted
+
+
+class MemoryBudget:
+    """Bytes held by blocking operators of one job, against a limit (None: unlimited)."""
+
+    def __init__(self, limit_bytes: int | None) -> None:
+        self.limit = limit_bytes
+        self.used = 0
+        self.peak = 0
+
+    def reserve(self, nbytes: int, who: str) -> None:
+        self.used += nbytes
+        self.peak = max(self.peak, self.used)
+        if self.limit is not None and self.used > self.limit:
+            raise ResourceExhausted(
+                f"{who} needs more memory than execution.memory-budget allows "
+                f"({self.used / 2**20:.1f} MiB held, budget {self.limit / 2**20:.1f} MiB); "
+                "raise the budget with SET 'execution.memory-budget' = '...'")
+
+    def release(self, nbytes: int) -> None:
+        self.used = max(0, self.used - nbytes)
+
+
+@dataclass
+class OperatorContext:
+    """What an operator may know about where it runs."""
+
+    name: str
+    settings: dict[str, str] = field(default_factory=dict)
+    memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(None))
+    subtask_index: int = 0
+    parallelism: int = 1
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class Operator:
+    """Base class with safe defaults; see the module docstring for the call order."""
+
+    #: inputs in the order the operator wants them consumed (None: any order / interleaved)
+    input_order: tuple[int, ...] | None = None
+
+    def open(self, context: OperatorContext) -> None:
+        self.context = context
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
+        return ()
+
+    def on_timer(self, timestamp: int) -> Iterable[pa.RecordBatch]:
+        return ()
+
+    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
+        return ()
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        return {}
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        return None
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

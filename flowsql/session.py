@@ -1,0 +1,116 @@
+"""Sessions wire the layers together: sql -> optimizer -> runtime (or spark).
+
+``flowsql.connect(**settings)`` returns a :class:`Session`; ``Session.sql(text)`` runs one
+statement and returns a :class:`Result`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from flowsql.errors import FlowSQLError
+from flowsql.planner.catalog import Catalog
+
+DEFAULT_SETTINGS: dict[str, str] = {
+    "engine": "local",
+    "execution.memory-budget": "8gb",
+    "execution.batch-size": "65536",
+}
+
+# Keyword arguments of connect() that are spelled differently from their setting key.
+_SETTING_ALIASES = {"engine": "engine", "memory_budget": "execution.memory-budget",
+                    "batch_size": "execution.batch-size"}
+
+
+@dataclass
+class Result:
+    """The outcome of one statement.
+
+    ``kind`` is one of: query, explain, ddl, show, describe, set. Queries, SHOW, DESCRIBE
+    and EXPLAIN carry a table; DDL and SET carry a message.
+    """
+
+    kind: str
+    table: pa.Table | None = None
+    message: str | None = None
+    plan_text: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def to_arrow(self) -> pa.Table:
+        if self.table is None:
+            return pa.table({})
+        return self.table
+
+    def to_pandas(self) -> Any:
+        return self.to_arrow().to_pandas()
+
+    def explain(self) -> str:
+        """The logical and physical plan that produced this result."""
+        if self.plan_text is None:
+            raise FlowSQLError(f"a {self.kind} statement has no plan")
+        return self.plan_text
+
+    def show(self, max_rows: int = 40) -> None:
+        from flowsql.shell.render import render_result
+
+        print(render_result(self, max_rows=max_rows))
+
+    def __repr__(self) -> str:
+        if self.table is not None:
+            return f"Result({self.kind}, {self.table.num_rows} rows)"
+        return f"Result({self.kind}, {self.message!r})"
+
+
+class Session:
+    """A catalog, settings, and the machinery to run statements against them."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings: dict[str, str] = dict(DEFAULT_SETTINGS)
+        self.catalog = Catalog()
+        for key, value in settings.items():
+            self.set(_SETTING_ALIASES.get(key, key.replace("_", ".")), str(value))
+
+    def set(self, key: str, value: str) -> None:
+        """Change a setting (``SET 'key' = 'value'``), validating the ones we know."""
+        if key in ("engine", "execution.engine"):
+            if value not in ("local",):
+                raise FlowSQLError(f"unknown engine '{value}' (available: local)")
+            key = "engine"
+        if key == "execution.memory-budget":
+            from flowsql.settings import parse_bytes
+
+            parse_bytes(value, key)
+        self.settings[key] = value
+
+    def sql(self, text: str) -> Result:
+        """Run exactly one statement."""
+        from flowsql.statements import execute_statement, parse_one_statement
+
+        return execute_statement(self, parse_one_statement(text), text)
+
+
+    def run_script(self, text: str) -> Iterator[Result]:
+        """Run ``;``-separated statements in order, yielding each result as it completes."""
+        from flowsql.statements import execute_statement, parse_statements
+
+        for statement in parse_statements(text):
+            yield execute_statement(self, statement, text)
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(**settings: Any) -> Session:
+    """Open a session. ``engine`` is ``local`` (default) or, later, ``spark``; any other
+    keyword is a setting (``memory_budget`` -> ``execution.memory-budget``)."""
+    return Session(**settings)

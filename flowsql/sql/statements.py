@@ -1,0 +1,280 @@
+"""Statement parsing: split a script at top-level semicolons and parse each statement.
+
+Every statement is parsed from a copy of the whole text in which everything outside the
+statement is blanked (newlines kept), so line:col in errors refer to the user's text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from flowsql.errors import SqlSyntaxError
+from flowsql.sql.dialect import DIALECT
+from flowsql.sql.sql_types import to_arrow_type
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A parsed statement; ``text`` is the full script, ``start``/``end`` its span."""
+
+    text: str
+    start: int
+    end: int
+
+    @property
+    def source(self) -> str:
+        return self.text[self.start:self.end]
+
+
+@dataclass(frozen=True)
+class QueryStatement(Statement):
+    ast: exp.Expression = field(default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class ExplainStatement(Statement):
+    ast: exp.Expression = field(default=None)  # type: ignore[assignment]
+    mode: str = "plan"  # plan | verbose | pyspark
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    dtype: pa.DataType
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class CreateTableStatement(Statement):
+    name: str = ""
+    columns: tuple[ColumnSpec, ...] | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    if_not_exists: bool = False
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class CreateViewStatement(Statement):
+    name: str = ""
+    query_sql: str = ""
+    column_names: tuple[str, ...] = ()
+    if_not_exists: bool = False
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class DropStatement(Statement):
+    kind: str = "table"  # table | view
+    name: str = ""
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowTablesStatement(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class DescribeStatement(Statement):
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class SetStatement(Statement):
+    """``SET 'k' = 'v'``; key None lists all settings; ``reset`` restores the default."""
+
+    key: str | None = None
+    value: str | None = None
+    reset: bool = False
+
+
+def _tokens(text: str) -> list[Token]:
+    try:
+        return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except TokenError as e:
+        line, col = _position_from_token_error(str(e), text)
+        raise SqlSyntaxError(f"syntax error: {e}", line, col, text) from None
+
+
+def _position_from_token_error(message: str, text: str) -> tuple[int | None, int | None]:
+    match = re.search(r"[Ll]ine (\d+), [Cc]ol:? (\d+)", message)
+    if match:
+        return int(match.group(1)), int(match.group(2))
+    return None, None
+
+
+def _mask(text: str, start: int, end: int) -> str:
+    """Keep text[start:end]; blank everything else except newlines."""
+    def blank(s: str) -> str:
+        return re.sub(r"[^\n]", " ", s)
+    return blank(text[:start]) + text[start:end] + blank(text[end:])
+
+
+def split_statements(text: str) -> list[tuple[int, int, list[Token]]]:
+    """(start, end, tokens) of each non-empty statement, split at top-level semicolons."""
+    out: list[tuple[int, int, list[Token]]] = []
+    current: list[Token] = []
+    for tok in _tokens(text):
+        if tok.token_type == TokenType.SEMICOLON:
+            if current:
+                out.append((current[0].start, current[-1].end + 1, current))
+            current = []
+        else:
+            current.append(tok)
+    if current:
+        out.append((current[0].start, current[-1].end + 1, current))
+    return out
+
+
+def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
+    masked = _mask(text, start, end)
+    try:
+        parsed = sqlglot.parse(masked, read=DIALECT)
+    except ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        line, col = err.get("line"), err.get("col")
+        highlight = err.get("highlight") or ""
+        if col is not None and highlight:
+            col = col - len(highlight) + 1
+        description = err.get("description") or str(e)
+        description = re.sub(r"<Token token_type: TokenType\.(\w+), text: ([^,]*),.*?>",
+                             r"'\2'", description)
+        raise SqlSyntaxError(f"syntax error: {description}", line, col, text) from None
+    statements = [p for p in parsed if p is not None]
+    if len(statements) != 1:
+        raise SqlSyntaxError("expected exactly one statement", None, None, text)
+    return statements[0]
+
+
+def _upper_words(tokens: list[Token], n: int) -> list[str]:
+    return [t.text.upper() for t in tokens[:n]]
+
+
+_SET_RE = re.compile(r"^\s*SET\s+(?:'([^']*)'|([\w.\-]+))\s*=\s*(?:'((?:[^']|'')*)'|(\S+?))\s*$",
+                     re.IGNORECASE | re.DOTALL)
+
+
+def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Statement:
+    """Parse one statement spanning text[start:end]."""
+    words = _upper_words(tokens, 3)
+    head = words[0] if words else ""
+    if head == "EXPLAIN" and tokens[0].token_type == TokenType.COMMAND:
+        # The tokenizer reads EXPLAIN as a command swallowing the rest: tokenize the rest.
+        rest = [t for t in _tokens(_mask(text, tokens[0].end + 1, end))
+                if t.token_type != TokenType.SEMICOLON]
+        tokens = [tokens[0], *rest]
+        words = _upper_words(tokens, 3)
+    if head == "EXPLAIN":
+        mode, skip = "plan", 1
+        if len(words) > 1 and words[1] in ("VERBOSE", "PYSPARK"):
+            mode, skip = words[1].lower(), 2
+        elif words[1:3] == ["PLAN", "FOR"]:
+            skip = 3
+        if len(tokens) <= skip:
+            raise SqlSyntaxError("EXPLAIN needs a query", tokens[0].line, tokens[0].col, text)
+        ast = _parse_ast(text, tokens[skip].start, end)
+        return ExplainStatement(text, start, end, ast=ast, mode=mode)
+    if head == "SHOW" and words[1:2] == ["TABLES"]:
+        return ShowTablesStatement(text, start, end)
+    if head in ("DESCRIBE", "DESC"):
+        name = "".join(t.text for t in tokens[1:]).strip('"`')
+        return DescribeStatement(text, start, end, name=name)
+    if head == "RESET":
+        key = "".join(t.text for t in tokens[1:]).strip("'") or None
+        return SetStatement(text, start, end, key=key, reset=True)
+    if head == "SET":
+        if len(tokens) == 1:
+            return SetStatement(text, start, end)
+        m = _SET_RE.match(text[start:end])
+        if not m:
+            raise SqlSyntaxError("expected SET 'key' = 'value'", tokens[0].line, 1, text)
+        key = m.group(1) if m.group(1) is not None else m.group(2)
+        value = m.group(3).replace("''", "'") if m.group(3) is not None else m.group(4)
+        return SetStatement(text, start, end, key=key, value=value)
+    ast = _parse_ast(text, start, end)
+    return _from_ast(text, start, end, ast)
+
+
+def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement:
+    if isinstance(ast, exp.Create):
+        kind = (ast.args.get("kind") or "").upper()
+        if kind == "TABLE":
+            return _create_table(text, start, end, ast)
+        if kind == "VIEW":
+            target = ast.this
+            columns: tuple[str, ...] = ()
+            if isinstance(target, exp.Schema):
+                columns = tuple(c.name for c in target.expressions)
+                target = target.this
+            query = ast.expression
+            return CreateViewStatement(text, start, end, name=target.name,
+                                       query_sql=query.sql(dialect=DIALECT),
+                                       column_names=columns,
+                                       if_not_exists=bool(ast.args.get("exists")),
+                                       replace=bool(ast.args.get("replace")))
+    if isinstance(ast, exp.Drop):
+        kind = (ast.args.get("kind") or "").lower()
+        if kind in ("table", "view"):
+            target = ast.this if ast.this is not None else ast.args["tables"][0]
+            return DropStatement(text, start, end, kind=kind, name=target.name,
+                                 if_exists=bool(ast.args.get("exists")))
+    if isinstance(ast, exp.Describe):
+        return DescribeStatement(text, start, end, name=ast.this.name)
+    if isinstance(ast, exp.Query | exp.Values):
+        return QueryStatement(text, start, end, ast=ast)
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    raise SqlSyntaxError(f"unsupported statement: {text[start:end].split()[0].upper()}",
+                         line, col, text)
+
+
+def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTableStatement:
+    target = ast.this
+    columns: tuple[ColumnSpec, ...] | None = None
+    if isinstance(target, exp.Schema):
+        specs = []
+        for col in target.expressions:
+            if not isinstance(col, exp.ColumnDef):
+                continue
+            not_null = any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
+                           and not c.args["kind"].args.get("allow_null")
+                           for c in col.args.get("constraints") or [])
+            specs.append(ColumnSpec(col.name, to_arrow_type(col.args["kind"], text),
+                                    not not_null))
+        columns = tuple(specs)
+        target = target.this
+    options: dict[str, str] = {}
+    props = ast.args.get("properties")
+    for prop in props.expressions if props is not None else []:
+        if isinstance(prop, exp.Property):
+            key = prop.this.name if isinstance(prop.this, exp.Expression) else str(prop.this)
+            value = prop.args.get("value")
+            options[key] = value.name if isinstance(value, exp.Expression) else str(value)
+    return CreateTableStatement(text, start, end, name=target.name, columns=columns,
+                                options=options, if_not_exists=bool(ast.args.get("exists")),
+                                replace=bool(ast.args.get("replace")))
+
+
+def parse_statements(text: str) -> list[Statement]:
+    """Every statement of a ``;``-separated script."""
+    return [parse_statement(text, s, e, toks) for s, e, toks in split_statements(text)]
+
+
+def parse_one(text: str) -> Statement:
+    """Exactly one statement (a trailing ``;`` is fine)."""
+    parts = split_statements(text)
+    if not parts:
+        raise SqlSyntaxError("empty statement", None, None, text)
+    if len(parts) > 1:
+        tok = parts[1][2][0]
+        raise SqlSyntaxError("only one statement expected here; use run_script for several",
+                             tok.line, tok.col - len(tok.text) + 1, text)
+    s, e, toks = parts[0]
+    return parse_statement(text, s, e, toks)

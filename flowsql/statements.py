@@ -1,0 +1,214 @@
+"""Executing parsed statements against a session: DDL, SET, SHOW, DESCRIBE, EXPLAIN, queries.
+
+This module is where the layers meet: the sql layer parses and binds, the optimizer rewrites
+and picks physical operators, the runtime executes. It sits above all of them, beside
+``session.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import sqlglot
+
+from flowsql.errors import CatalogError, FlowSQLError
+from flowsql.planner import types as T
+from flowsql.planner.catalog import TableEntry, ViewEntry
+from flowsql.planner.logical import LogicalPlan
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.sql.bind_query import QueryBinder
+from flowsql.sql.dialect import DIALECT
+from flowsql.sql.statements import (
+    CreateTableStatement,
+    CreateViewStatement,
+    DescribeStatement,
+    DropStatement,
+    ExplainStatement,
+    QueryStatement,
+    SetStatement,
+    ShowTablesStatement,
+    Statement,
+    parse_one,
+    parse_statements,
+)
+
+if TYPE_CHECKING:
+    from flowsql.session import Result, Session
+
+__all__ = ["execute_statement", "parse_one_statement", "parse_statements", "plan_query"]
+
+parse_one_statement = parse_one
+
+SUPPORTED_FORMATS = ("parquet", "csv", "json")
+
+
+def _parse_view(sql: str):  # type: ignore[no-untyped-def]
+    return sqlglot.parse_one(sql, read=DIALECT)
+
+
+def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -> LogicalPlan:
+    return QueryBinder(session.catalog, statement.text, _parse_view).bind(statement.ast)
+
+
+def plan_query(session: Session, statement: QueryStatement | ExplainStatement):  # type: ignore[no-untyped-def]
+    """Bind, optimize and physically plan a query: (logical, optimized, physical)."""
+    from flowsql.optimizer import optimize, to_physical
+
+    logical = bind_query(session, statement)
+    optimized = optimize(logical, session.settings)
+    physical = to_physical(optimized.plan, session.settings)
+    return logical, optimized, physical
+
+
+def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
+                 verbose: bool = False) -> str:
+    from flowsql.planner.explain import explain_logical, explain_physical
+
+    parts = ["== Logical Plan ==", explain_logical(logical), "",
+             "== Optimized Logical Plan ==", explain_logical(optimized.plan), "",
+             "== Physical Plan ==", explain_physical(physical)]
+    if verbose:
+        applied = getattr(optimized, "applied_rules", None) or getattr(optimized, "trace", None)
+        if applied:
+            parts += ["", "== Rules Applied ==", *[str(r) for r in applied]]
+    return "\n".join(parts)
+
+
+def execute_statement(session: Session, statement: Statement, text: str) -> Result:
+    handler = _HANDLERS.get(type(statement))
+    if handler is None:
+        raise FlowSQLError(f"unsupported statement: {statement.source[:40]}")
+    return handler(session, statement)
+
+
+def _query(session: Session, statement: QueryStatement) -> Result:
+    from flowsql.runtime.executor import execute
+    from flowsql.session import Result
+
+    logical, optimized, physical = plan_query(session, statement)
+    started = time.perf_counter()
+    table = execute(physical, session.settings)
+    elapsed = time.perf_counter() - started
+    return Result("query", table=table,
+                  plan_text=explain_text(logical, optimized, physical),
+                  metrics={"seconds": elapsed})
+
+
+def _explain(session: Session, statement: ExplainStatement) -> Result:
+    from flowsql.session import Result
+
+    if statement.mode == "pyspark":
+        raise FlowSQLError("EXPLAIN PYSPARK needs the Spark backend, which is not built yet")
+    logical, optimized, physical = plan_query(session, statement)
+    text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose")
+    return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)
+
+
+def _create_table(session: Session, statement: CreateTableStatement) -> Result:
+    from flowsql.runtime.connectors.filesystem import infer_schema, table_statistics
+    from flowsql.session import Result
+
+    options = dict(statement.options)
+    connector = options.setdefault("connector", "filesystem")
+    if connector != "filesystem":
+        raise CatalogError(f"unknown connector '{connector}' for table '{statement.name}' "
+                           "(supported: filesystem)")
+    if "path" not in options:
+        raise CatalogError(f"table '{statement.name}': the filesystem connector needs 'path'")
+    fmt = options.setdefault("format", "parquet").lower()
+    options["format"] = fmt
+    if fmt not in SUPPORTED_FORMATS:
+        raise CatalogError(f"table '{statement.name}': unknown format '{fmt}' "
+                           f"(supported: {', '.join(SUPPORTED_FORMATS)})")
+    options["path"] = os.path.abspath(os.path.expanduser(options["path"]))
+    if statement.columns is not None:
+        schema = pa.schema([pa.field(c.name, c.dtype, c.nullable) for c in statement.columns])
+    else:
+        schema = infer_schema(options)
+    entry = TableEntry(statement.name, schema, options, table_statistics(options))
+    session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
+    return Result("ddl", message=f"Table '{statement.name}' created")
+
+
+def _create_view(session: Session, statement: CreateViewStatement) -> Result:
+    from flowsql.session import Result
+
+    entry = ViewEntry(statement.name, statement.query_sql, statement.column_names)
+    # Bind once now so a broken view is reported at creation, not at first use.
+    QueryBinder(session.catalog, statement.query_sql, _parse_view).bind(
+        _parse_view(statement.query_sql))
+    session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
+    return Result("ddl", message=f"View '{statement.name}' created")
+
+
+def _drop(session: Session, statement: DropStatement) -> Result:
+    from flowsql.session import Result
+
+    kind = TableEntry if statement.kind == "table" else ViewEntry
+    session.catalog.drop(statement.name, kind, if_exists=statement.if_exists)
+    return Result("ddl", message=f"{statement.kind.capitalize()} '{statement.name}' dropped")
+
+
+def _show_tables(session: Session, statement: ShowTablesStatement) -> Result:
+    from flowsql.session import Result
+
+    names = session.catalog.names()
+    kinds = ["view" if isinstance(session.catalog.get(n), ViewEntry) else "table"
+             for n in names]
+    return Result("show", table=pa.table({"name": pa.array(names, pa.string()),
+                                          "kind": pa.array(kinds, pa.string())}))
+
+
+def _describe(session: Session, statement: DescribeStatement) -> Result:
+    from flowsql.session import Result
+
+    entry = session.catalog.get(statement.name)
+    if entry is None:
+        raise CatalogError(f"table '{statement.name}' does not exist")
+    if isinstance(entry, TableEntry):
+        fields = [(f.name, T.normalize_storage_type(f.type), f.nullable) for f in entry.schema]
+    else:
+        plan = QueryBinder(session.catalog, entry.sql, _parse_view).bind(_parse_view(entry.sql))
+        names = list(entry.column_names) + [f.name for f in plan.schema][len(entry.column_names):]
+        fields = [(n, f.dtype, f.nullable) for n, f in zip(names, plan.schema)]
+    return Result("describe", table=pa.table({
+        "name": pa.array([f[0] for f in fields], pa.string()),
+        "type": pa.array([T.sql_name(f[1]) for f in fields], pa.string()),
+        "null": pa.array(["YES" if f[2] else "NO" for f in fields], pa.string()),
+    }))
+
+
+def _set(session: Session, statement: SetStatement) -> Result:
+    from flowsql.session import DEFAULT_SETTINGS, Result
+
+    if statement.reset:
+        if statement.key is None:
+            session.settings = dict(DEFAULT_SETTINGS)
+        elif statement.key in DEFAULT_SETTINGS:
+            session.settings[statement.key] = DEFAULT_SETTINGS[statement.key]
+        else:
+            session.settings.pop(statement.key, None)
+        return Result("set", message="reset")
+    if statement.key is None:
+        keys = sorted(session.settings)
+        return Result("show", table=pa.table({
+            "key": pa.array(keys, pa.string()),
+            "value": pa.array([session.settings[k] for k in keys], pa.string())}))
+    assert statement.value is not None
+    session.set(statement.key, statement.value)
+    return Result("set", message=f"{statement.key} = {statement.value}")
+
+
+_HANDLERS = {
+    QueryStatement: _query,
+    ExplainStatement: _explain,
+    CreateTableStatement: _create_table,
+    CreateViewStatement: _create_view,
+    DropStatement: _drop,
+    ShowTablesStatement: _show_tables,
+    DescribeStatement: _describe,
+    SetStatement: _set,
+}
