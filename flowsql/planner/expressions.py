@@ -379,6 +379,9 @@ def render(e: Expr) -> str:
                          for c, v in zip(e.conditions, e.values))
         return f"CASE {whens} ELSE {render(e.otherwise)} END"
     if isinstance(e, Call):
+        if e.name in ("like", "ilike") and len(e.args) == 3:
+            a, p, esc = (render(x) for x in e.args)
+            return f"({a} {e.name.upper()} {p} ESCAPE {esc})"
         if e.name in _INFIX:
             return "(" + f" {_INFIX[e.name]} ".join(render(a) for a in e.args) + ")"
         if e.name == "not":

@@ -279,7 +279,9 @@ class ExpressionBinder:
         args = (self.coerce(value, T.STRING), self.coerce(pattern, T.STRING))
         if escape is not None:
             args = (*args, escape)
-        return Call(name, args, T.BOOL)
+        call = Call(name, args, T.BOOL)
+        # sqlglot spells NOT LIKE as a flag on the Like node rather than a Not above it
+        return Call("not", (call,), T.BOOL) if node.args.get("negate") else call
 
     def _bind_ilike(self, node: exp.ILike, scope: Scope) -> Expr:
         return self._bind_like(node, scope, name="ilike")  # type: ignore[arg-type]
