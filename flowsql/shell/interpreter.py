@@ -1,0 +1,128 @@
+"""What the REPL does with the text a user submits, kept free of terminal I/O.
+
+The prompt-toolkit front end (``repl.py``) only collects text and asks two questions:
+:meth:`Interpreter.ready` (should Enter submit the buffer or start a new line?) and
+:meth:`Interpreter.handle` (run it; keep going?). Everything observable — results, timing
+lines, error messages, meta-commands — happens here and is written to plain text streams,
+which is what makes the REPL testable without a terminal.
+
+Contract of :meth:`Interpreter.handle`: a :class:`~flowsql.errors.FlowSQLError` or an
+unexpected exception is reported as one message and never ends the REPL; statements after a
+failing one in the same submission are not run. ``KeyboardInterrupt`` is left to the caller,
+which decides what cancelling means at that moment.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, TextIO
+
+from flowsql.errors import FlowSQLError
+from flowsql.shell.render import render_result, render_table, row_count_footer
+from flowsql.shell.statement_buffer import is_blank, statement_complete
+
+if TYPE_CHECKING:
+    from flowsql.session import Result, Session
+
+__all__ = ["HELP_TEXT", "Interpreter"]
+
+QUIT_WORDS = ("\\q", "quit", "exit")
+
+HELP_TEXT = """\
+Type SQL statements ended by ';' (Enter before the ';' continues the statement).
+Meta-commands:
+  \\?          show this help
+  \\q          quit (also: quit, exit, Ctrl-D)
+  \\d          list tables and views
+  \\d NAME     describe table or view NAME
+Ctrl-C cancels the current input or the running statement."""
+
+
+class Interpreter:
+    """Runs submitted text against one session and reports to ``out`` and ``err``.
+
+    ``out``/``err`` default to the current ``sys.stdout``/``sys.stderr`` at write time, so
+    redirection done after construction is honoured.
+    """
+
+    def __init__(self, session: Session, out: TextIO | None = None, err: TextIO | None = None,
+                 max_rows: int | None = 40) -> None:
+        self.session = session
+        self._out = out
+        self._err = err
+        self.max_rows = max_rows
+
+    @staticmethod
+    def is_meta_command(text: str) -> bool:
+        stripped = text.strip()
+        return stripped.startswith("\\") or stripped.rstrip(";").strip().lower() in QUIT_WORDS
+
+    def ready(self, text: str) -> bool:
+        """Should Enter submit ``text``? Yes for a meta-command, for blank input (to get a
+        fresh prompt) and for a complete statement; otherwise Enter continues the input."""
+        return is_blank(text) or self.is_meta_command(text) or statement_complete(text)
+
+    def handle(self, text: str) -> bool:
+        """Run ``text`` (statements or one meta-command); False means the user asked to quit."""
+        if is_blank(text):
+            return True
+        if self.is_meta_command(text):
+            return self._meta(text.strip().rstrip(";").strip())
+        self._run(text)
+        return True
+
+    # --- statements -------------------------------------------------------------------
+
+    def _run(self, text: str) -> None:
+        results = self.session.run_script(text)
+        while True:
+            started = time.perf_counter()
+            try:
+                result = next(results, None)
+            except FlowSQLError as error:
+                self.report_error(f"Error: {error}")
+                return
+            except Exception as error:  # the REPL must survive engine bugs
+                self.report_error(f"Internal error: {type(error).__name__}: {error}")
+                return
+            if result is None:
+                return
+            self.write(self._report(result, time.perf_counter() - started))
+
+    def _report(self, result: Result, seconds: float) -> str:
+        if result.kind == "explain" or result.table is None:
+            return f"{render_result(result, self.max_rows)}\n({seconds:.2f} s)\n"
+        table = result.table
+        shown = table.num_rows if self.max_rows is None else min(table.num_rows, self.max_rows)
+        body = render_table(table, self.max_rows, footer=False)
+        return f"{body}\n{row_count_footer(table.num_rows, shown, seconds)}\n"
+
+    # --- meta-commands ----------------------------------------------------------------
+
+    def _meta(self, command: str) -> bool:
+        name, _, argument = command.partition(" ")
+        argument = argument.strip()
+        if command.lower() in QUIT_WORDS:
+            return False
+        if name == "\\?":
+            self.write(HELP_TEXT + "\n")
+        elif name == "\\d":
+            self._run(f"DESCRIBE {argument}" if argument else "SHOW TABLES")
+        else:
+            self.report_error(f"Unknown command {name}; type \\? for help")
+        return True
+
+    # --- output -----------------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        """Write ``text`` and a newline to the output stream."""
+        out = self._out or sys.stdout
+        out.write(text + "\n")
+        out.flush()
+
+    def report_error(self, text: str) -> None:
+        """Write ``text`` and a blank line to the error stream."""
+        err = self._err or sys.stderr
+        err.write(text + "\n\n")
+        err.flush()
