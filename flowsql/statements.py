@@ -59,7 +59,7 @@ def plan_query(session: Session, statement: QueryStatement | ExplainStatement): 
 
     logical = bind_query(session, statement)
     optimized = optimize(logical, session.settings)
-    physical = to_physical(optimized.plan, session.settings)
+    physical = to_physical(optimized.plan, session.settings, optimized.context.estimator)
     return logical, optimized, physical
 
 
@@ -71,9 +71,7 @@ def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # typ
              "== Optimized Logical Plan ==", explain_logical(optimized.plan), "",
              "== Physical Plan ==", explain_physical(physical)]
     if verbose:
-        applied = getattr(optimized, "applied_rules", None) or getattr(optimized, "trace", None)
-        if applied:
-            parts += ["", "== Rules Applied ==", *[str(r) for r in applied]]
+        parts += ["", "== Rules That Changed The Plan ==", *optimized.changed_by]
     return "\n".join(parts)
 
 

@@ -1,0 +1,188 @@
+"""EXPLAIN text for logical and physical plans.
+
+Deterministic by construction: one node per line, children indented two spaces, columns
+and tables shown by name (never ids, addresses or paths), estimates rounded. Golden files
+compare this text, so any change here is a change of every golden file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from flowsql.planner.expressions import (
+    SUBQUERY_TYPES,
+    ColumnRef,
+    Expr,
+    SortKey,
+    render,
+    walk,
+)
+from flowsql.planner.logical import (
+    Aggregate,
+    Filter,
+    Join,
+    Limit,
+    LogicalPlan,
+    Project,
+    Scan,
+    SetOp,
+    Sort,
+    SubqueryAlias,
+    Values,
+    Window,
+)
+from flowsql.planner.physical import (
+    FilterExec,
+    HashAggregateExec,
+    HashJoinExec,
+    LimitExec,
+    NestedLoopJoinExec,
+    PhysicalPlan,
+    ProjectExec,
+    SetOpExec,
+    SortExec,
+    TableScanExec,
+    TopNExec,
+    ValuesExec,
+    WindowExec,
+)
+from flowsql.planner.schema import Schema
+
+INDENT = "  "
+
+
+def explain_logical(plan: LogicalPlan) -> str:
+    """The logical plan as an indented tree; subquery plans appear under their node."""
+    lines: list[str] = []
+    _logical(plan, 0, lines)
+    return "\n".join(lines)
+
+
+def explain_physical(plan: PhysicalPlan) -> str:
+    """The physical plan as an indented tree with estimated rows per node."""
+    lines: list[str] = []
+    _physical(plan, 0, lines)
+    return "\n".join(lines)
+
+
+# -- shared pieces -----------------------------------------------------------------------
+def _list(items: Iterable[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _columns(fields: Schema) -> str:
+    return _list(f.name for f in fields)
+
+
+def _named(exprs: Iterable[Expr], fields: Schema) -> str:
+    """``name := expr``, or just the name for a column passed through under its name."""
+    out = []
+    for e, f in zip(exprs, fields):
+        text = render(e)
+        out.append(text if isinstance(e, ColumnRef) and text == f.name else f"{f.name} := {text}")
+    return _list(out)
+
+
+def _keys(keys: Iterable[SortKey]) -> str:
+    return _list(str(k) for k in keys)
+
+
+def _filters(filters: tuple[Expr, ...]) -> str:
+    return f" filters={_list(render(f) for f in filters)}" if filters else ""
+
+
+def _table(table_name: str, alias: str | None) -> str:
+    return table_name if alias is None or alias == table_name else f"{table_name} AS {alias}"
+
+
+def _join_label(kind: str, mark_name: str | None, null_aware: bool) -> str:
+    flags = [kind] + (["null_aware"] if null_aware else [])
+    return ", ".join(flags) + (f", mark={mark_name}" if mark_name else "")
+
+
+def _limit_text(limit: int | None, offset: int) -> str:
+    text = f"limit={limit if limit is not None else 'ALL'}"
+    return text + (f" offset={offset}" if offset else "")
+
+
+# -- logical -----------------------------------------------------------------------------
+def _logical(plan: LogicalPlan, depth: int, lines: list[str]) -> None:
+    lines.append(INDENT * depth + _logical_line(plan))
+    for e in plan.expressions():
+        for sub in (x for x in walk(e) if isinstance(x, SUBQUERY_TYPES)):
+            lines.append(INDENT * (depth + 1) + f"Subquery {render(sub)}")
+            _logical(sub.plan, depth + 2, lines)  # type: ignore[attr-defined]
+    for child in plan.inputs:
+        _logical(child, depth + 1, lines)
+
+
+def _logical_line(plan: LogicalPlan) -> str:
+    if isinstance(plan, Scan):
+        return f"Scan {_table(plan.table.name, plan.alias)} {_columns(plan.fields)}" \
+               f"{_filters(plan.filters)}"
+    if isinstance(plan, Values):
+        return f"Values {_columns(plan.fields)} rows={len(plan.rows)}"
+    if isinstance(plan, Filter):
+        return f"Filter {render(plan.predicate)}"
+    if isinstance(plan, Project):
+        return f"Project {_named(plan.exprs, plan.fields)}"
+    if isinstance(plan, Join):
+        mark = plan.mark.name if plan.mark is not None else None
+        on = f" on {render(plan.condition)}" if plan.condition is not None else ""
+        return f"Join[{_join_label(plan.kind, mark, plan.null_aware)}]{on}"
+    if isinstance(plan, Aggregate):
+        return (f"Aggregate groups={_named(plan.group_exprs, plan.group_fields)} "
+                f"aggs={_named(plan.aggs, plan.agg_fields)}")
+    if isinstance(plan, Window):
+        return f"Window {_named(plan.calls, plan.fields)}"
+    if isinstance(plan, Sort):
+        return f"Sort {_keys(plan.keys)}"
+    if isinstance(plan, Limit):
+        return f"Limit {_limit_text(plan.limit, plan.offset)}"
+    if isinstance(plan, SetOp):
+        return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
+    if isinstance(plan, SubqueryAlias):
+        return f"SubqueryAlias {plan.name}"
+    return type(plan).__name__
+
+
+# -- physical ----------------------------------------------------------------------------
+def _physical(plan: PhysicalPlan, depth: int, lines: list[str]) -> None:
+    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}")
+    for child in plan.inputs:
+        _physical(child, depth + 1, lines)
+
+
+def _physical_line(plan: PhysicalPlan) -> str:
+    if isinstance(plan, TableScanExec):
+        return f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
+    if isinstance(plan, ValuesExec):
+        return f"Values {_columns(plan.fields)}"
+    if isinstance(plan, FilterExec):
+        return f"Filter {render(plan.predicate)}"
+    if isinstance(plan, ProjectExec):
+        return f"Project {_named(plan.exprs, plan.fields)}"
+    if isinstance(plan, HashJoinExec):
+        mark = plan.mark.name if plan.mark is not None else None
+        label = _join_label(plan.kind, mark, plan.null_aware) + f", build={plan.build_side}"
+        keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
+        residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
+        return f"HashJoin[{label}] keys={keys}{residual}"
+    if isinstance(plan, NestedLoopJoinExec):
+        mark = plan.mark.name if plan.mark is not None else None
+        on = f" on {render(plan.condition)}" if plan.condition is not None else ""
+        return f"NestedLoopJoin[{_join_label(plan.kind, mark, plan.null_aware)}]{on}"
+    if isinstance(plan, HashAggregateExec):
+        return (f"HashAggregate groups={_named(plan.group_exprs, plan.group_fields)} "
+                f"aggs={_named(plan.aggs, plan.agg_fields)}")
+    if isinstance(plan, WindowExec):
+        return f"Window {_named(plan.calls, plan.fields)}"
+    if isinstance(plan, SortExec):
+        return f"Sort {_keys(plan.keys)}"
+    if isinstance(plan, TopNExec):
+        return f"TopN {_keys(plan.keys)} {_limit_text(plan.limit, plan.offset)}"
+    if isinstance(plan, LimitExec):
+        return f"Limit {_limit_text(plan.limit, plan.offset)}"
+    if isinstance(plan, SetOpExec):
+        return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
+    return type(plan).__name__
