@@ -1,0 +1,351 @@
+"""The bounded filesystem connector: Parquet, CSV and newline-delimited JSON files.
+
+``path`` is a file or a directory; a directory means every visible file in it (names
+starting with '.' or '_' are skipped, as Hadoop/Flink marker files are), in name order.
+
+Parquet is read through ``pyarrow.dataset`` with the table's engine schema imposed, so
+string views arrive as strings and filters bind; translated filters prune whole files and
+row groups by their statistics (see ``pushdown``) and rows are not filtered further here. CSV and JSON are parsed with the declared DDL schema;
+they get no pushdown. Every batch has the table's normalized types and at most
+``batch_size`` rows.
+
+Options use Flink's names: ``csv.field-delimiter`` (default ','), ``csv.ignore-first-line``
+(default 'false'), ``csv.null-literal`` (unset: an empty field of a non-string column is
+NULL and an empty string field is ''; set: that literal is NULL in every column).
+
+Data problems are :class:`DataError` naming the file and, where it can be found, the line
+and column; a raw pyarrow error never escapes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.dataset as ds
+import pyarrow.json as pjson
+import pyarrow.parquet as pq
+
+from flowsql.errors import CatalogError, DataError, ExecutionError
+from flowsql.planner import types as T
+from flowsql.planner.catalog import TableEntry, TableStatistics
+from flowsql.planner.expressions import Expr
+from flowsql.runtime.connectors.pushdown import to_dataset_filter
+from flowsql.runtime.expressions.casts import converter
+
+FORMATS = ("parquet", "csv", "json")
+
+
+# -- files ------------------------------------------------------------------------------------
+
+def _path_option(options: dict[str, str]) -> str:
+    path = options.get("path")
+    if not path:
+        raise DataError("the filesystem connector needs a 'path' option")
+    return path
+
+
+def data_files(path: str) -> list[str]:
+    """The files behind ``path`` (a file, or a directory's visible files in name order)."""
+    p = Path(path)
+    if p.is_file():
+        return [str(p)]
+    if p.is_dir():
+        return sorted(str(f) for f in p.rglob("*") if f.is_file() and not any(
+            part.startswith((".", "_")) for part in f.relative_to(p).parts))
+    raise DataError(f"path '{path}' does not exist")
+
+
+def _format(options: dict[str, str]) -> str:
+    fmt = options.get("format", "parquet").lower()
+    if fmt not in FORMATS:
+        raise CatalogError(f"unsupported format '{fmt}' (supported: {', '.join(FORMATS)})")
+    return fmt
+
+
+def normalized_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, T.normalize_storage_type(f.type), nullable=True)
+                      for f in schema])
+
+
+# -- catalog-time questions ---------------------------------------------------------------------
+
+def infer_schema(options: dict[str, str]) -> pa.Schema:
+    """The schema of a Parquet table (engine types); CSV and JSON need a column list."""
+    fmt = _format(options)
+    if fmt != "parquet":
+        raise CatalogError(f"format '{fmt}' does not describe its columns: declare them in "
+                           "CREATE TABLE (name type, ...)")
+    files = data_files(_path_option(options))
+    if not files:
+        raise DataError(f"no data files under '{options['path']}'")
+    try:
+        return normalized_schema(pq.read_schema(files[0]))
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(f"cannot read the Parquet schema of '{files[0]}': {e}") from None
+
+
+def table_statistics(options: dict[str, str]) -> TableStatistics:
+    """Row count from Parquet footers and total file size; nothing is scanned. A path that
+    does not exist yet has unknown statistics."""
+    try:
+        files = data_files(_path_option(options))
+    except DataError:
+        return TableStatistics()
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    if _format(options) != "parquet":
+        return TableStatistics(None, total_bytes)
+    try:
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    except (pa.ArrowException, OSError):
+        return TableStatistics(None, total_bytes)
+    return TableStatistics(rows, total_bytes)
+
+
+# -- scanning -------------------------------------------------------------------------------------
+
+def scan(table: TableEntry, columns: list[str], filters: list[Expr],
+         batch_size: int) -> Iterator[pa.RecordBatch]:
+    """Batches of ``columns`` (in that order) of the table; ``filters`` may prune data but
+    the caller must still apply them (see the module docstring of ``pushdown``)."""
+    fmt = _format(table.options)
+    files = data_files(_path_option(table.options))
+    schema = normalized_schema(table.schema)
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise DataError(f"table '{table.name}' has no column {', '.join(missing)}")
+    out_schema = pa.schema([schema.field(c) for c in columns])
+    if fmt == "parquet":
+        batches = _scan_parquet(files, schema, columns, filters, batch_size)
+    elif fmt == "csv":
+        batches = (b for f in files for b in _scan_csv(f, table, schema, columns, batch_size))
+    else:
+        batches = (b for f in files for b in _scan_json(f, schema, columns, batch_size))
+    for batch in batches:
+        if batch.num_rows:
+            yield _conform(batch, out_schema)
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    arrays = [col if col.type.equals(f.type) else pc.cast(col, f.type)
+              for col, f in zip(batch.columns, schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _rebatch(batch: pa.RecordBatch, batch_size: int) -> Iterator[pa.RecordBatch]:
+    for start in range(0, batch.num_rows, batch_size):
+        yield batch.slice(start, batch_size)
+
+
+# Parquet -------------------------------------------------------------------------------------
+
+def _dataset(files: list[str], schema: pa.Schema) -> ds.Dataset:
+    try:
+        return ds.dataset(files, schema=schema, format="parquet")
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(f"cannot open Parquet files {files[0]}...: {e}") from None
+
+
+def row_groups(table: TableEntry, filters: list[Expr]) -> list[ds.ParquetFileFragment]:
+    """The row groups a scan of ``table`` reads under ``filters`` (after pruning)."""
+    files = data_files(_path_option(table.options))
+    return _row_groups(_dataset(files, normalized_schema(table.schema)), filters)
+
+
+def _row_groups(dataset: ds.Dataset, filters: list[Expr]) -> list[Any]:
+    """Row groups whose statistics may satisfy ``filters``. Predicates are translated per
+    file against its physical schema, because statistics carry the stored types (string
+    views compare only with string-view literals)."""
+    groups: list[Any] = []
+    for fragment in dataset.get_fragments():
+        try:
+            physical = fragment.physical_schema
+            predicate = to_dataset_filter(filters, physical)
+            groups.extend(fragment.split_by_row_group(predicate, schema=physical))
+        except (pa.ArrowException, OSError) as e:
+            raise DataError(f"cannot read Parquet file '{fragment.path}': {e}") from None
+    return groups
+
+
+def _scan_parquet(files: list[str], schema: pa.Schema, columns: list[str],
+                  filters: list[Expr], batch_size: int) -> Iterator[pa.RecordBatch]:
+    dataset = _dataset(files, schema)
+    for group in _row_groups(dataset, filters):
+        try:
+            # Rows are not filtered here: the caller applies the exact predicates anyway.
+            yield from group.to_batches(schema=schema, columns=columns, batch_size=batch_size)
+        except (pa.ArrowException, OSError) as e:
+            raise DataError(f"cannot read Parquet file '{group.path}': {e}") from None
+
+
+# CSV -----------------------------------------------------------------------------------------
+
+def _csv_options(table: TableEntry) -> tuple[str, bool, str | None]:
+    options = table.options
+    delimiter = options.get("csv.field-delimiter", ",")
+    if delimiter == "\\t":
+        delimiter = "\t"
+    if len(delimiter) != 1:
+        raise CatalogError(f"csv.field-delimiter must be one character, got '{delimiter}'")
+    header = options.get("csv.ignore-first-line", "false").lower() == "true"
+    return delimiter, header, options.get("csv.null-literal")
+
+
+def _parse_type(t: pa.DataType) -> pa.DataType:
+    """The type pyarrow parses a column as; dates and booleans are converted afterwards
+    with SQL's cast rules (pyarrow's parsers are stricter than DuckDB and Flink)."""
+    return T.STRING if pa.types.is_date(t) or pa.types.is_boolean(t) else t
+
+
+def _scan_csv(path: str, table: TableEntry, schema: pa.Schema, columns: list[str],
+              batch_size: int) -> Iterator[pa.RecordBatch]:
+    delimiter, header, null_literal = _csv_options(table)
+    read = pcsv.ReadOptions(column_names=schema.names, skip_rows=1 if header else 0,
+                            block_size=1 << 22)
+    parse = pcsv.ParseOptions(delimiter=delimiter)
+    null_values = [null_literal] if null_literal is not None else [""]
+    convert = pcsv.ConvertOptions(
+        column_types={f.name: _parse_type(f.type) for f in schema},
+        include_columns=columns, null_values=null_values,
+        strings_can_be_null=null_literal is not None, quoted_strings_can_be_null=False)
+    try:
+        with pcsv.open_csv(path, read_options=read, parse_options=parse,
+                           convert_options=convert) as reader:
+            for batch in reader:
+                if null_literal is None:
+                    batch = _empty_as_null(batch, schema)
+                batch = _convert_late(batch, schema, path)
+                yield from _rebatch(batch, batch_size)
+    except (pa.ArrowException, OSError) as e:
+        raise _locate_csv_error(path, table, schema, e) from None
+
+
+def _empty_as_null(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Empty fields of columns parsed as text but typed otherwise (dates, booleans) are NULL,
+    as they are for the columns pyarrow converts itself."""
+    arrays = []
+    for name, column in zip(batch.schema.names, batch.columns):
+        if T.is_string(column.type) and not T.is_string(schema.field(name).type):
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _convert_late(batch: pa.RecordBatch, schema: pa.Schema, path: str) -> pa.RecordBatch:
+    arrays = []
+    for name, column in zip(batch.schema.names, batch.columns):
+        target = schema.field(name).type
+        if not column.type.equals(target):
+            try:
+                column = converter(column.type, target)(column)
+            except (pa.ArrowException, ValueError, ExecutionError) as e:
+                raise pa.ArrowInvalid(str(e)) from None
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _value_fits(text: str, target: pa.DataType) -> bool:
+    try:
+        converter(T.STRING, target)(pa.array([text], T.STRING))
+    except (pa.ArrowException, ValueError, ExecutionError):
+        return False
+    return True
+
+
+def _locate_csv_error(path: str, table: TableEntry, schema: pa.Schema,
+                      error: Exception) -> DataError:
+    """Find the first bad record (error path only, so a plain Python scan is fine)."""
+    delimiter, header, null_literal = _csv_options(table)
+    nulls = {null_literal} if null_literal is not None else {""}
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, delimiter=delimiter)
+            for index, record in enumerate(reader):
+                if index == 0 and header:
+                    continue
+                line = reader.line_num
+                if len(record) != len(schema):
+                    return DataError(f"{path}, line {line}: expected {len(schema)} fields, "
+                                     f"found {len(record)}")
+                for field, text in zip(schema, record):
+                    if text in nulls and not (T.is_string(field.type) and null_literal is None):
+                        continue
+                    if not T.is_string(field.type) and not _value_fits(text, field.type):
+                        return DataError(f"{path}, line {line}, column '{field.name}': cannot "
+                                         f"parse '{text}' as {T.sql_name(field.type)}")
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        return DataError(f"cannot read CSV file '{path}': {e}")
+    return DataError(f"cannot read CSV file '{path}': {error}")
+
+
+# JSON ----------------------------------------------------------------------------------------
+
+def _json_parse_type(t: pa.DataType) -> pa.DataType:
+    return T.STRING if pa.types.is_date(t) else t
+
+
+def _scan_json(path: str, schema: pa.Schema, columns: list[str],
+               batch_size: int) -> Iterator[pa.RecordBatch]:
+    parse_schema = pa.schema([pa.field(f.name, _json_parse_type(f.type)) for f in schema])
+    options = pjson.ParseOptions(explicit_schema=parse_schema,
+                                 unexpected_field_behavior="ignore")
+    try:
+        data = pjson.read_json(path, parse_options=options).select(columns)
+        for batch in data.to_batches(max_chunksize=batch_size):
+            yield _convert_late(batch, schema, path)
+    except (pa.ArrowException, OSError) as e:
+        raise _locate_json_error(path, schema, e) from None
+
+
+_JSON_KINDS: list[tuple[Any, tuple[type, ...]]] = [
+    (pa.types.is_boolean, (bool,)),
+    (T.is_integer, (int,)),
+    (lambda t: T.is_float(t) or T.is_decimal(t), (int, float)),
+    (T.is_string, (str,)),
+    (T.is_temporal, (str,)),
+]
+
+
+def _json_value_fits(value: Any, target: pa.DataType) -> bool:
+    if value is None:
+        return True
+    for test, kinds in _JSON_KINDS:
+        if test(target):
+            if isinstance(value, bool) and bool not in kinds:
+                return False
+            if not isinstance(value, kinds):
+                return False
+            return not (T.is_temporal(target) and not _value_fits(str(value), target))
+    return True
+
+
+def _locate_json_error(path: str, schema: pa.Schema, error: Exception) -> DataError:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    return DataError(f"{path}, line {line_number}: invalid JSON ({e.msg})")
+                if not isinstance(record, dict):
+                    return DataError(f"{path}, line {line_number}: expected a JSON object")
+                for field in schema:
+                    value = record.get(field.name)
+                    if not _json_value_fits(value, field.type):
+                        return DataError(f"{path}, line {line_number}, column '{field.name}': "
+                                         f"cannot read {json.dumps(value)} as "
+                                         f"{T.sql_name(field.type)}")
+    except (OSError, UnicodeDecodeError) as e:
+        return DataError(f"cannot read JSON file '{path}': {e}")
+    return DataError(f"cannot read JSON file '{path}': {error}")

@@ -1,0 +1,65 @@
+"""Vectorized evaluation of bound expressions over Arrow record batches.
+
+Public interface (operators and the optimizer code against exactly this):
+
+* :func:`compile_expr` -- compile once, then call per batch; the result is an array of
+  ``batch.num_rows`` values of exactly ``expr.dtype``.
+* :func:`compile_predicate` -- the same for WHERE-style predicates: a boolean mask without
+  NULLs (NULL counts as false), ready for ``batch.filter``.
+* :func:`evaluate_constant` -- the Python value of a column-free expression, with the same
+  semantics, for constant folding.
+
+Semantics follow DuckDB (the project's oracle): three-valued logic, exact decimals, checked
+integer overflow, ``/`` in double precision. Kernels live in one module per function
+family and register themselves by canonical name (``registry.KERNELS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.planner.expressions import Expr
+from flowsql.planner.schema import Schema
+from flowsql.runtime.expressions.compiler import compile_node
+from flowsql.runtime.expressions.support import as_array, conform
+
+__all__ = ["compile_expr", "compile_predicate", "evaluate_constant"]
+
+
+def compile_expr(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:
+    """Compile ``expr`` over batches whose column ``i`` is ``schema[i]``."""
+    positions = {f.cid: i for i, f in enumerate(schema)}
+    node = compile_node(expr, positions)
+    dtype = expr.dtype
+    run = node.run
+
+    def evaluate(batch: pa.RecordBatch) -> pa.Array:
+        return as_array(conform(run(batch), dtype), batch.num_rows)
+
+    return evaluate
+
+
+def compile_predicate(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:
+    """Compile a boolean ``expr`` into a NULL-free mask (WHERE semantics)."""
+    evaluate = compile_expr(expr, schema)
+
+    def mask(batch: pa.RecordBatch) -> pa.Array:
+        result = evaluate(batch)
+        if not pa.types.is_boolean(result.type):
+            result = pc.cast(result, pa.bool_())
+        return pc.fill_null(result, False) if result.null_count else result
+
+    return mask
+
+
+def evaluate_constant(expr: Expr) -> Any:
+    """The value of an expression without column references (PlanError if it has some)."""
+    node = compile_node(expr, {})
+    if node.value is not None:
+        return node.value.as_py()
+    batch = pa.record_batch([pa.array([None], pa.null())], names=["_"])
+    return as_array(conform(node.run(batch), expr.dtype), 1)[0].as_py()
