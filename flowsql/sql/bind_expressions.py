@@ -65,6 +65,7 @@ _AGG_BY_KEY.update({"stddevsamp": "stddev_samp", "stddevpop": "stddev_pop",
                     "logicaland": "bool_and", "logicalor": "bool_or", "anyvalue": "any_value"})
 _WINDOW_BY_KEY = {_key(k): v for k, v in F.WINDOW_ONLY.items()}
 _SCALAR_BY_KEY = {_key(k): v for k, v in F.SCALAR_ALIASES.items()}
+_SCALAR_BY_KEY["strposition"] = "strpos"  # sqlglot's node for POSITION(x IN y) and STRPOS
 
 
 def function_key(node: exp.Expression) -> str:
@@ -204,6 +205,7 @@ class ExpressionBinder:
             left = self.coerce(left, right.dtype, node.this)
         if T.is_string(right.dtype) and T.is_temporal(left.dtype) and isinstance(right, Literal):
             right = self.coerce(right, left.dtype, node.expression)
+        left, right = self._widen_date_for_time_interval(op, left, right)
         result = T.arithmetic_type(op, left.dtype, right.dtype)
         if result is None:
             raise self.error(f"cannot apply '{op}' to {T.sql_name(left.dtype)} and "
@@ -212,6 +214,18 @@ class ExpressionBinder:
                 T.is_null(left.dtype) or T.is_null(right.dtype):
             left, right = self._numeric_operands(op, left, right, result)
         return Call(name, (left, right), result)
+
+    @staticmethod
+    def _widen_date_for_time_interval(op: str, left: Expr, right: Expr) -> tuple[Expr, Expr]:
+        """A date plus an interval with hours/minutes/seconds is a timestamp (DuckDB)."""
+        def has_time(e: Expr) -> bool:
+            return isinstance(e, Literal) and T.is_interval(e.dtype) and e.value is not None \
+                and e.value[2] != 0
+        if op in "+-" and pa.types.is_date(left.dtype) and has_time(right):
+            left = Cast(left, pa.timestamp("us"))
+        elif op == "+" and pa.types.is_date(right.dtype) and has_time(left):
+            right = Cast(right, pa.timestamp("us"))
+        return left, right
 
     def _numeric_operands(self, op: str, left: Expr, right: Expr,
                           result: pa.DataType) -> tuple[Expr, Expr]:
@@ -293,8 +307,12 @@ class ExpressionBinder:
         return self._bind_like(inner, scope, escape=escape, name=name)
 
     def _bind_dpipe(self, node: exp.DPipe, scope: Scope) -> Expr:
-        args = [self.bind(node.this, scope), self.bind(node.expression, scope)]
-        return Call("concat", tuple(self.coerce(a, T.STRING) for a in args), T.STRING)
+        """``a || b`` is NULL when either side is (unlike concat(), which skips NULLs)."""
+        args = tuple(self.coerce(self.bind(n, scope), T.STRING)
+                     for n in (node.this, node.expression))
+        either_null = Call("or", tuple(Call("is_null", (a,), T.BOOL) for a in args), T.BOOL)
+        return Case((either_null,), (Literal(None, T.STRING),), Call("concat", args, T.STRING),
+                    T.STRING)
 
     def _bind_in(self, node: exp.In, scope: Scope) -> Expr:
         query = node.args.get("query")

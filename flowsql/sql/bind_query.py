@@ -8,6 +8,7 @@ and Window nodes, leaving column references behind. Every produced column gets a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -26,6 +27,7 @@ from flowsql.planner.expressions import (
     WindowCall,
     conjoin,
     render,
+    transform,
 )
 from flowsql.planner.logical import (
     Aggregate,
@@ -40,6 +42,7 @@ from flowsql.planner.logical import (
     SubqueryAlias,
     Values,
     Window,
+    transform_plan,
 )
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
@@ -300,16 +303,47 @@ class QueryBinder:
                     raise self._not_grouped(e, node)
                 return e
             if isinstance(e, SUBQUERY_TYPES):
-                return e
+                return self._rebase_subquery(e, group_refs, local, node)
             children = e.children()
             if not children:
                 return e
             return e.with_children(tuple(lift(c, node) for c in children))
 
+        # Correlated references from subqueries (e.g. in HAVING) to grouped columns must
+        # point at the Aggregate's output, which is all the query above it can see.
+        group_refs: dict[int, Expr] = {g.cid: f.ref() for g, f in zip(group_exprs, group_fields)
+                                       if isinstance(g, ColumnRef)}
+
         # Lifting registers aggregates; the Aggregate node is built from the final lists
         # once every expression was lifted.
         pending = _PendingAggregate(plan, group_exprs, group_fields, aggs, agg_fields)
         return pending, lift
+
+    def _rebase_subquery(self, e: Expr, mapping: dict[int, Expr], local: set[int],
+                         node: exp.Expression | None) -> Expr:
+        """Rewrite a subquery's references to the grouped query's columns (see lift)."""
+        def rebase(x: Expr) -> Expr | None:
+            if isinstance(x, ColumnRef):
+                if x.cid in mapping:
+                    return mapping[x.cid]
+                if x.cid in local:
+                    raise self._not_grouped(x, node)
+                return None
+            if isinstance(x, SUBQUERY_TYPES):
+                return dataclasses.replace(x, plan=rebase_plan(x.plan))  # type: ignore[type-var]
+            return None
+
+        def rebase_node(p: LogicalPlan) -> LogicalPlan | None:
+            exprs = p.expressions()
+            new = tuple(transform(x, rebase) for x in exprs)
+            if all(a is b for a, b in zip(new, exprs)):
+                return None
+            return p.with_expressions(new)
+
+        def rebase_plan(plan: LogicalPlan) -> LogicalPlan:
+            return transform_plan(plan, rebase_node)
+
+        return transform(e, rebase)
 
     def _not_grouped(self, ref: ColumnRef, node: exp.Expression | None) -> BindError:
         target = None

@@ -50,6 +50,9 @@ def cast_value(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
             raise ValueError(value)
         if pa.types.is_date(target):
             return dt.date.fromisoformat(value[:10]) if len(value) >= 10 else _fail(value)
+    if T.is_decimal(target) and isinstance(value, int | float | decimal.Decimal) \
+            and not isinstance(value, bool):
+        return _to_decimal(value, target)
     try:
         arr = pa.array([value], type=source)
         if T.is_string(source) and T.is_decimal(target):
@@ -57,6 +60,15 @@ def cast_value(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
         return pc.cast(arr, target, safe=True)[0].as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise ValueError(str(e)) from None
+
+
+def _to_decimal(value: int | float | decimal.Decimal, target: pa.Decimal128Type) -> Any:
+    """Exact numeric -> DECIMAL(p, s), rounding half away from zero like DuckDB."""
+    quantum = decimal.Decimal(1).scaleb(-target.scale)
+    result = decimal.Decimal(str(value)).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+    if len(result.as_tuple().digits) > target.precision and result != 0:
+        raise ValueError(f"{value} does not fit {target}")
+    return result
 
 
 def _fail(value: str) -> Any:

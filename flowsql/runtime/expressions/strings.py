@@ -156,10 +156,12 @@ def _concat(call: Call, args: list[Node]) -> Run:
         return lambda batch: empty
 
     def concat(batch: pa.RecordBatch) -> Datum:
-        parts = [conform(r(batch), T.STRING) for r in live]
+        # NULLs are filled rather than skipped: binary_join_element_wise with
+        # null_handling="skip" returns too few rows on some inputs (pyarrow 26).
+        parts = [pc.fill_null(conform(r(batch), T.STRING), "") for r in live]
         if len(parts) == 1:
-            return pc.fill_null(parts[0], "")
-        return pc.binary_join_element_wise(*parts, "", null_handling="skip")
+            return parts[0]
+        return pc.binary_join_element_wise(*parts, "")
     return concat
 
 
