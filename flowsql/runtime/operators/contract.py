@@ -1,0 +1,33 @@
+"""Two refinements of the operator contract that a pull-based runner needs.
+
+* :class:`Source` -- an operator without inputs (scan, values) produces its batches from
+  ``produce()``; the runner calls it once, between ``open`` and ``close``, instead of
+  ``process_batch``.
+* :class:`Limiting` -- an operator that can tell it needs no more input (LIMIT) sets
+  ``satisfied``; the runner then stops pulling from its input, which ends the upstream
+  pipeline early. Ignoring the flag is always correct, only slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from flowsql.runtime.operator import Operator
+
+
+class Source(Operator):
+    """An operator with no input; ``produce`` yields its whole output."""
+
+    def produce(self) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        raise TypeError(f"{type(self).__name__} has no inputs")
+
+
+class Limiting(Operator):
+    """An operator that may stop wanting input before its input ends."""
+
+    satisfied: bool = False

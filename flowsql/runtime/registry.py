@@ -1,0 +1,63 @@
+"""Physical node type -> operator factory, and the short description used in errors.
+
+The executor never inspects node types itself; adding an operator is one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flowsql.errors import ExecutionError
+from flowsql.planner import physical as P
+from flowsql.runtime.operator import Operator
+from flowsql.runtime.operators.filter import FilterOperator
+from flowsql.runtime.operators.hash_aggregate import HashAggregateOperator
+from flowsql.runtime.operators.hash_join import HashJoinOperator
+from flowsql.runtime.operators.limit import LimitOperator
+from flowsql.runtime.operators.nested_loop_join import NestedLoopJoinOperator
+from flowsql.runtime.operators.project import ProjectOperator
+from flowsql.runtime.operators.scan import ScanOperator
+from flowsql.runtime.operators.set_op import SetOpOperator
+from flowsql.runtime.operators.sort import SortOperator
+from flowsql.runtime.operators.top_n import TopNOperator
+from flowsql.runtime.operators.values import ValuesOperator
+from flowsql.runtime.operators.window import WindowOperator
+
+Factory = Callable[[P.PhysicalPlan], Operator]
+
+OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
+    P.TableScanExec: ScanOperator,  # type: ignore[dict-item]
+    P.ValuesExec: ValuesOperator,  # type: ignore[dict-item]
+    P.FilterExec: FilterOperator,  # type: ignore[dict-item]
+    P.ProjectExec: ProjectOperator,  # type: ignore[dict-item]
+    P.HashJoinExec: HashJoinOperator,  # type: ignore[dict-item]
+    P.NestedLoopJoinExec: NestedLoopJoinOperator,  # type: ignore[dict-item]
+    P.HashAggregateExec: HashAggregateOperator,  # type: ignore[dict-item]
+    P.WindowExec: WindowOperator,  # type: ignore[dict-item]
+    P.SortExec: SortOperator,  # type: ignore[dict-item]
+    P.TopNExec: TopNOperator,  # type: ignore[dict-item]
+    P.LimitExec: LimitOperator,  # type: ignore[dict-item]
+    P.SetOpExec: SetOpOperator,  # type: ignore[dict-item]
+}
+
+# What distinguishes one node of a type from another in an error message.
+_DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
+    P.TableScanExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
+    P.HashJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
+    P.NestedLoopJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
+    P.SetOpExec: lambda n: f"{n.kind}{' all' if n.all else ''}",  # type: ignore[attr-defined]
+}
+
+
+def create_operator(node: P.PhysicalPlan) -> Operator:
+    factory = OPERATORS.get(type(node))
+    if factory is None:
+        raise ExecutionError(f"no operator implements {type(node).__name__}")
+    return factory(node)
+
+
+def describe(node: P.PhysicalPlan) -> str:
+    """e.g. ``HashJoinExec (inner join)``."""
+    detail = _DETAILS.get(type(node))
+    name = type(node).__name__
+    return f"{name} ({detail(node)})" if detail else name
