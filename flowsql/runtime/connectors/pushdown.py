@@ -92,7 +92,8 @@ def _in_list(e: Call, schema: pa.Schema, exact: bool) -> pc.Expression | None:
         values.append(v)
     if not values:
         return None
-    if exact:
+    # is_in has no string_view kernel (pyarrow 26): spell it as equalities there.
+    if exact or pa.types.is_string_view(column[1]) or pa.types.is_binary_view(column[1]):
         out = column[0] == values[0]
         for v in values[1:]:
             out = out | (column[0] == v)
