@@ -1,0 +1,41 @@
+"""Golden EXPLAIN files: the plans of representative queries and of all 22 TPC-H queries.
+
+Each case file starts with a ``-- why:`` line saying why it exists. Regenerate the expected
+files with ``make golden`` (FLOWSQL_UPDATE_GOLDEN=1) and review the diff like code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flowsql.tpch.queries import QUERY_NUMBERS, load_query
+
+HERE = Path(__file__).parent
+CASES = sorted((HERE / "cases").glob("*.sql"))
+UPDATE = os.environ.get("FLOWSQL_UPDATE_GOLDEN") == "1"
+
+
+def _check(name: str, text: str) -> None:
+    expected_file = HERE / "expected" / f"{name}.txt"
+    if UPDATE:
+        expected_file.write_text(text)
+        return
+    assert expected_file.exists(), f"missing golden file {expected_file.name}; run make golden"
+    assert text == expected_file.read_text()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_explain_case(case: Path, tpch_session) -> None:  # type: ignore[no-untyped-def]
+    sql = case.read_text()
+    assert sql.startswith("-- why:"), "each golden case says why it exists"
+    text = tpch_session.sql("EXPLAIN " + sql.split("\n", 1)[1]).plan_text
+    _check(case.stem, text + "\n")
+
+
+@pytest.mark.parametrize("number", QUERY_NUMBERS)
+def test_explain_tpch(number: int, tpch_session) -> None:  # type: ignore[no-untyped-def]
+    text = tpch_session.sql("EXPLAIN " + load_query(number)).plan_text
+    _check(f"tpch_q{number:02d}", text + "\n")
