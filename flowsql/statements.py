@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import sqlglot
@@ -200,7 +201,7 @@ def _set(session: Session, statement: SetStatement) -> Result:
     return Result("set", message=f"{statement.key} = {statement.value}")
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     QueryStatement: _query,
     ExplainStatement: _explain,
     CreateTableStatement: _create_table,

@@ -290,7 +290,7 @@ class ExpressionBinder:
             if not (T.is_string(e.dtype) or T.is_null(e.dtype)):
                 raise self.error(f"{name.upper()} needs strings, got {T.sql_name(e.dtype)} in "
                                  f"'{node.sql()}'", n)
-        args = (self.coerce(value, T.STRING), self.coerce(pattern, T.STRING))
+        args: tuple[Expr, ...] = (self.coerce(value, T.STRING), self.coerce(pattern, T.STRING))
         if escape is not None:
             args = (*args, escape)
         call = Call(name, args, T.BOOL)
@@ -441,7 +441,7 @@ class ExpressionBinder:
         return self._window(node, scope)
 
     # -- functions -----------------------------------------------------------------------
-    def _function(self, node: exp.Func, scope: Scope) -> Expr:
+    def _function(self, node: exp.Expression, scope: Scope) -> Expr:
         key = function_key(node)
         if isinstance(node, exp.Window):
             return self._window(node, scope)
@@ -453,13 +453,14 @@ class ExpressionBinder:
             return self._bind_filter(node, scope)  # type: ignore[arg-type]
         name = _SCALAR_BY_KEY.get(key)
         if name is None:
-            raise self.error(f"unknown function '{node.sql_name() if not isinstance(node, exp.Anonymous) else node.name}'", node)
+            shown = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            raise self.error(f"unknown function '{shown}'", node)
         arg_nodes = self._function_args(node)
         bound = [self.bind(a, scope) for a in arg_nodes]
         return self._scalar_call(name, bound, arg_nodes, node)
 
     @staticmethod
-    def _function_args(node: exp.Func) -> list[exp.Expression]:
+    def _function_args(node: exp.Expression) -> list[exp.Expression]:
         if isinstance(node, exp.Anonymous):
             return list(node.expressions)
         out: list[exp.Expression] = []
@@ -508,7 +509,7 @@ class ExpressionBinder:
         cond = self.boolean(self.bind(cond_node, scope), cond_node)
         return self._aggregate(agg, scope, _AGG_BY_KEY[function_key(agg)], cond)
 
-    def _aggregate(self, node: exp.Func, scope: Scope, name: str, filt: Expr | None,
+    def _aggregate(self, node: exp.Expression, scope: Scope, name: str, filt: Expr | None,
                    in_window: bool = False) -> Expr:
         arg_nodes = self._function_args(node)
         distinct = False

@@ -60,6 +60,11 @@ class _Item:
     explicit_alias: bool
     expr: Expr | None = None
 
+    @property
+    def bound(self) -> Expr:
+        assert self.expr is not None, "select item used before binding"
+        return self.expr
+
 
 class QueryBinder:
     """Binds query ASTs against a catalog. ``sql`` is the statement text for positions."""
@@ -140,7 +145,7 @@ class QueryBinder:
         if aggregating:
             pending, lift = self._bind_aggregate(plan, group, items, scope, select)
             for item in items:
-                item.expr = lift(item.expr, item.node)
+                item.expr = lift(item.bound, item.node)
             order_refs = [lift(r, order) if isinstance(r, Expr) else r for r in order_refs]
             lifted_having = lift(having_expr, having) if having_expr is not None else None
             plan = pending.build()  # after lifting: every aggregate is registered now
@@ -148,17 +153,17 @@ class QueryBinder:
                 plan = Filter(plan, lifted_having)
         else:
             for item in items:
-                self._reject_aggregates(item.expr, item.node, "this context")
+                self._reject_aggregates(item.bound, item.node, "this context")
 
-        plan, exprs, order_refs = self._bind_windows(plan, [i.expr for i in items], order_refs)
+        plan, exprs, order_refs = self._bind_windows(plan, [i.bound for i in items], order_refs)
         for item, e in zip(items, exprs):
             item.expr = e
 
         # Select list plus hidden ORDER BY expressions not in it.
         hidden: list[Expr] = [r for r in order_refs if isinstance(r, Expr)]
-        out_fields = tuple(Field.fresh(i.name, i.expr.dtype) for i in items)
+        out_fields = tuple(Field.fresh(i.name, i.bound.dtype) for i in items)
         hidden_fields = tuple(Field.fresh(render(h), h.dtype) for h in hidden)
-        plan = Project(plan, (*[i.expr for i in items], *hidden), (*out_fields, *hidden_fields))
+        plan = Project(plan, (*[i.bound for i in items], *hidden), (*out_fields, *hidden_fields))
         positions: list[int] = []
         h = 0
         for r in order_refs:
@@ -445,6 +450,7 @@ class QueryBinder:
                     rel.hidden.add(name.lower())
             condition = conjoin(cond_parts)
         else:
+            assert on is not None
             condition = self.exprs.boolean(self.exprs.bind(on, scope), on)
             self._reject_aggregates(condition, on, "JOIN conditions")
         return Join(left, right, join_kind, condition)
@@ -556,7 +562,7 @@ class QueryBinder:
     # -- set operations ------------------------------------------------------------------
     def _bind_set_operation(self, node: exp.Expression, outer: Scope | None,
                             ctes: dict[str, CteDef]) -> LogicalPlan:
-        kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(node)]
+        kind = _SET_KINDS[type(node)]
         left = self.bind_query(node.this, outer, ctes)
         right = self.bind_query(node.expression, outer, ctes)
         lf, rf = left.schema, right.schema
@@ -609,6 +615,10 @@ class QueryBinder:
                 keys.append(sort_key(expr, ordered))
             plan = Sort(plan, tuple(keys))
         return self._limit(node, plan)
+
+
+_SET_KINDS: dict[type, str] = {exp.Union: "union", exp.Intersect: "intersect",
+                               exp.Except: "except"}
 
 
 class _PendingAggregate:

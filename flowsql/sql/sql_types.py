@@ -25,7 +25,7 @@ def _params(dt: exp.DataType) -> list[int]:
     out = []
     for p in dt.expressions:
         value = p.this if isinstance(p, exp.DataTypeParam) else p
-        out.append(int(value.name if isinstance(value, exp.Expression) else value))
+        out.append(int(str(value.name if isinstance(value, exp.Expression) else value)))
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 import pyarrow as pa
 import sqlglot
@@ -150,7 +151,7 @@ def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
     statements = [p for p in parsed if p is not None]
     if len(statements) != 1:
         raise SqlSyntaxError("expected exactly one statement", None, None, text)
-    return statements[0]
+    return cast(exp.Expression, statements[0])
 
 
 def _upper_words(tokens: list[Token], n: int) -> list[str]:
