@@ -6,7 +6,9 @@ defaults: equality with a constant 0.1 (or 1/domain when the domain is small), r
 LIKE 1/4, IS NULL 0.1, and unknown predicates 1/2.
 
 Join estimate: ``|L| * |R| / min(domain(a), domain(b))`` for the most selective equi-key
-``a = b``, where the domain of a column is the row count of the table it comes from. For a
+``a = b``, where the domain of a column is the row count of the table it comes from, or the
+table's distinct-value bound for that column when the statistics have one (a nation key
+has at most 25 values however large the customer table). For a
 foreign-key join this gives the many side's rows scaled by the fraction of the key side that
 survived its filters, which is what makes filtered dimension tables join first.
 
@@ -132,6 +134,10 @@ class CardinalityEstimator:
         """An upper bound of the distinct values of column ``cid`` of ``plan``: the row count
         of the table (or aggregate) that produced it."""
         if isinstance(plan, Scan):
+            bounds = plan.table.statistics.distinct_bounds
+            name = next((f.name for f in plan.fields if f.cid == cid), None)
+            if name is not None and name in bounds:
+                return float(max(min(bounds[name], table_rows(plan)), 1))
             return table_rows(plan)
         if isinstance(plan, Project):
             for e, f in zip(plan.exprs, plan.fields):

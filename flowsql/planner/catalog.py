@@ -18,6 +18,9 @@ class TableStatistics:
 
     row_count: int | None = None
     total_bytes: int | None = None
+    #: column name -> an upper bound of its distinct values (from min/max of integer and
+    #: date columns), which tells a 25-value foreign key from a primary key
+    distinct_bounds: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ and column; a raw pyarrow error never escapes.
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
 from collections.abc import Iterator
@@ -103,10 +104,41 @@ def table_statistics(options: dict[str, str]) -> TableStatistics:
     if _format(options) != "parquet":
         return TableStatistics(None, total_bytes)
     try:
-        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        metadata = [pq.ParquetFile(f).metadata for f in files]
     except (pa.ArrowException, OSError):
         return TableStatistics(None, total_bytes)
-    return TableStatistics(rows, total_bytes)
+    rows = sum(m.num_rows for m in metadata)
+    return TableStatistics(rows, total_bytes, _distinct_bounds(metadata, rows))
+
+
+def _distinct_bounds(metadata: list[pq.FileMetaData], rows: int) -> dict[str, int]:
+    """max - min + 1 over all row groups for integer and date columns (capped at the row
+    count); other columns get no bound. Reads footers only."""
+    lows: dict[str, int] = {}
+    highs: dict[str, int] = {}
+    skip: set[str] = set()
+    for meta in metadata:
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                column = group.column(c)
+                name = column.path_in_schema
+                stats = column.statistics
+                if name in skip:
+                    continue
+                if stats is None or not stats.has_min_max or \
+                        not isinstance(stats.min, int | datetime.date) or \
+                        isinstance(stats.min, bool | datetime.datetime):
+                    skip.add(name)
+                    continue
+                low, high = _ordinal(stats.min), _ordinal(stats.max)
+                lows[name] = min(lows.get(name, low), low)
+                highs[name] = max(highs.get(name, high), high)
+    return {name: min(rows, highs[name] - lows[name] + 1) for name in lows if name not in skip}
+
+
+def _ordinal(value: int | datetime.date) -> int:
+    return value.toordinal() if isinstance(value, datetime.date) else int(value)
 
 
 # -- scanning -------------------------------------------------------------------------------------
