@@ -3,9 +3,6 @@ and the rows equal DuckDB's answer for the original (subquery) plan on data with
 
 from __future__ import annotations
 
-import pytest
-
-from flowsql.errors import PlanError
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.deep import subquery_exprs
 from flowsql.optimizer.rules.decorrelate_subqueries import decorrelate_subqueries
@@ -24,7 +21,6 @@ from .planbuilder import (
     filter_,
     gt,
     in_,
-    limit,
     lit,
     not_,
     or_,
@@ -236,31 +232,3 @@ def test_exists_over_ungrouped_aggregate_is_true(oracle, t, u):
     plan = filter_(outer, exists(sub))
     assert kinds(decorrelate(plan)) == []
     assert_optimized_same(oracle, plan)
-
-
-def test_correlation_under_limit_is_rejected(t, u):
-    outer = scan(t)
-    inner = scan(u)
-    sub = limit(filter_(inner, eq(col(inner, "x"), col(outer, "a"))), 1)
-    plan = filter_(outer, in_(col(outer, "a"), select(sub, "x")))
-    with pytest.raises(PlanError, match="LIMIT"):
-        decorrelate(plan)
-
-
-def test_non_equality_correlation_below_aggregate_is_rejected(t, u):
-    outer = scan(t)
-    inner = scan(u)
-    summed = aggregate(filter_(inner, gt(col(inner, "x"), col(outer, "a"))), [],
-                       total=agg("sum", col(inner, "y")))
-    plan = filter_(outer, gt(col(outer, "b"), scalar(select(summed, "total"))))
-    with pytest.raises(PlanError, match="must be an equality"):
-        decorrelate(plan)
-
-
-def test_correlated_select_list_is_rejected(t, u):
-    outer = scan(t)
-    inner = scan(u)
-    sub = project(inner, v=call("add", col(inner, "x"), col(outer, "a"), dtype=T.INT64))
-    plan = filter_(outer, in_(col(outer, "b"), sub))
-    with pytest.raises(PlanError, match="select list"):
-        decorrelate(plan)

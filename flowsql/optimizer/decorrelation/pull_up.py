@@ -23,7 +23,8 @@ The identity holds only through operators that commute with a filter on the lift
 
 Everything else (LIMIT, window functions, set operations, correlation in a select list or
 inside an aggregate, in the null-supplying side of an outer join) raises PlanError naming
-the construct: it cannot be decorrelated by predicate lifting.
+the construct: it cannot be decorrelated by predicate lifting (``domain_join`` then
+decorrelates it another way).
 """
 
 from __future__ import annotations

@@ -22,13 +22,21 @@ Which join, and why it is exact under SQL's three-valued logic:
   still see the aggregate over no rows (COUNT = 0, not NULL: the COUNT bug), so the value is
   ``CASE WHEN <key of the group> IS NULL THEN <value over no rows> ELSE value END``.
 
+Where pull-up cannot lift the correlated predicates (a non-equality below an aggregate, a
+LIMIT, an outer column in a select list or aggregate argument, ...), the subquery is instead
+evaluated once per distinct outer value (``domain_join``) and joined back on those values
+with the same join kinds; a scalar aggregate without GROUP BY then already has exactly one
+row per outer value, COUNT bug included, so a left join suffices.
+
 The joins stack on the node's input; a Project on top restores the node's schema.
 """
 
 from __future__ import annotations
 
+from flowsql.errors import PlanError
 from flowsql.optimizer.columns import outer_cids, project_onto
-from flowsql.optimizer.decorrelation.pull_up import pull_up
+from flowsql.optimizer.decorrelation.domain_join import domain_join
+from flowsql.optimizer.decorrelation.pull_up import Pulled, pull_up
 from flowsql.optimizer.folding import fold
 from flowsql.optimizer.nullability import column_nullability, may_be_null
 from flowsql.planner import types as T
@@ -91,7 +99,16 @@ class _JoinStack:
     """Joins accumulated on top of a node's input, one per subquery."""
 
     def __init__(self, plan: LogicalPlan) -> None:
+        self.base = plan  # the node's input: what the subqueries' outer references read
         self.plan = plan
+
+    def lift(self, subquery: LogicalPlan, existential: bool = False) -> Pulled:
+        """The subquery without correlation and the predicates joining it to the outer
+        rows: by pull-up where it applies (cheaper), else by the domain rewrite."""
+        try:
+            return pull_up(subquery, outer_cids(subquery), existential=existential)
+        except PlanError:
+            return domain_join(subquery, self.base)
 
     def join(self, right: LogicalPlan, kind: str, condition: Expr | None,
              mark: Field | None = None, null_aware: bool = False) -> None:
@@ -113,14 +130,14 @@ class _JoinStack:
         return self.expression(c)
 
     def _exists_join(self, e: Exists, kind: str, mark: Field | None = None) -> None:
-        right, preds = pull_up(_exists_body(e.plan), outer_cids(e.plan), existential=True)
-        if not preds:
+        right, preds = self.lift(_exists_body(e.plan), existential=True)
+        if not preds and not outer_cids(right):
             right = Limit(right, 1)  # only non-emptiness matters
         self.join(right, kind, conjoin(preds), mark)
 
     def _in_conjunct(self, arg: Expr, subquery: LogicalPlan, negated: bool) -> None:
         col = subquery.schema[0]
-        right, preds = pull_up(subquery, outer_cids(subquery), existential=True)
+        right, preds = self.lift(subquery, existential=True)
         eq = Call("eq", (arg, col.ref()), T.BOOL)
         if not negated:
             self.join(right, "semi", conjoin([eq, *preds]))
@@ -160,7 +177,7 @@ class _JoinStack:
 
     def _in_mark(self, arg: Expr, subquery: LogicalPlan) -> Expr:
         col = subquery.schema[0]
-        right, preds = pull_up(subquery, outer_cids(subquery), existential=True)
+        right, preds = self.lift(subquery, existential=True)
         eq = Call("eq", (arg, col.ref()), T.BOOL)
         nullable = self._nullable(arg, subquery)
         if not nullable or not preds:
@@ -180,7 +197,14 @@ class _JoinStack:
     def _scalar(self, e: ScalarSubquery) -> Expr:
         value = e.plan.schema[0]
         empty = _value_over_no_rows(e.plan, value)
-        right, preds = pull_up(e.plan, outer_cids(e.plan), allow_ungrouped=empty is not None)
+        try:
+            right, preds = pull_up(e.plan, outer_cids(e.plan),
+                                   allow_ungrouped=empty is not None)
+        except PlanError:
+            right, preds = domain_join(e.plan, self.base)
+            one_row = preds and _always_one_row(_below_projects(e.plan))
+            self.join(right, "left" if one_row else "single", conjoin(preds))
+            return value.ref()
         if not preds or empty is None:
             self.join(right, "single", conjoin(preds))
             return value.ref()
@@ -205,6 +229,12 @@ def _exists_body(plan: LogicalPlan) -> LogicalPlan:
             isinstance(plan, Limit) and plan.offset == 0
             and (plan.limit is None or plan.limit >= 1)):
         plan = plan.inputs[0]
+    return plan
+
+
+def _below_projects(plan: LogicalPlan) -> LogicalPlan:
+    while isinstance(plan, Project):
+        plan = plan.input
     return plan
 
 

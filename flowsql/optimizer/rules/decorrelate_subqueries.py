@@ -5,7 +5,10 @@ a subquery becomes a join inside the inner plan, and any predicate it lifted tha
 still-outer column surfaces as a correlated predicate of the inner plan, lifted in turn by
 the outer rewrite). See ``optimizer/decorrelation`` for the join forms and why each is exact.
 Subqueries are accepted in Filter predicates (WHERE, HAVING) and Project expressions (the
-select list); anywhere else, or in a shape pull-up cannot lift, PlanError names the construct.
+select list); anywhere else PlanError names the construct. Each subquery is decorrelated by
+predicate pull-up where it can be (cheapest), else by evaluating it once per distinct outer
+value (the domain rewrite); the few shapes neither handles (a correlated FULL join or
+null-aware join inside the subquery) raise PlanError naming the construct.
 """
 
 from __future__ import annotations
