@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from flowsql.errors import ExecutionError
 
@@ -49,7 +50,7 @@ class EndOfInput:
     """The channel's sender is done; nothing follows."""
 
 
-ControlEvent = Watermark | CheckpointBarrier | EndOfInput
+ControlEvent: TypeAlias = Watermark | CheckpointBarrier | EndOfInput
 
 _WATERMARK, _BARRIER, _END = 1, 2, 3
 _KIND_CODES = {BarrierKind.CHECKPOINT: 0, BarrierKind.SAVEPOINT: 1}

@@ -17,7 +17,7 @@ then raises ``ChannelError`` instead of waiting forever.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -25,7 +25,7 @@ from flowsql.errors import ExecutionError
 from flowsql.runtime.events import ControlEvent
 
 #: what travels on a channel
-Element = pa.RecordBatch | ControlEvent
+Element: TypeAlias = "pa.RecordBatch | ControlEvent"
 
 
 class ChannelError(ExecutionError):

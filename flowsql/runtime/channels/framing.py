@@ -18,10 +18,10 @@ IPC plus a few fixed-layout bytes — any process, any machine, never pickle.
 from __future__ import annotations
 
 import enum
+import io
 import socket
 import struct
 import threading
-from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -59,7 +59,7 @@ class FrameWriter:
         self.write(Frame.CREDIT, _CREDIT.pack(count))
 
 
-def read_frame(stream: BinaryIO) -> tuple[Frame, memoryview] | None:
+def read_frame(stream: io.BufferedIOBase) -> tuple[Frame, memoryview] | None:
     """The next frame, or None at a clean end of stream (between frames)."""
     header = stream.read(_HEADER.size)
     if not header:

@@ -15,10 +15,10 @@ the channel (``ChannelError``): the peer died or was cancelled.
 from __future__ import annotations
 
 import contextlib
+import io
 import socket
 import threading
 from collections.abc import Callable
-from typing import BinaryIO
 
 import pyarrow as pa
 
@@ -124,7 +124,7 @@ class RemoteInputChannel:
         self._sock: socket.socket | None = None
         self._reading = False
 
-    def attach(self, sock: socket.socket, stream: BinaryIO) -> None:
+    def attach(self, sock: socket.socket, stream: io.BufferedIOBase) -> None:
         """Take over a connection whose HELLO named this channel; grant the initial credits."""
         self._sock = sock
         self._frames = FrameWriter(sock)
@@ -154,7 +154,7 @@ class RemoteInputChannel:
         with contextlib.suppress(OSError):
             self._frames.write_credit(credits)
 
-    def _read(self, sock: socket.socket, stream: BinaryIO) -> None:
+    def _read(self, sock: socket.socket, stream: io.BufferedIOBase) -> None:
         decoder = ElementDecoder(self.name)
         try:
             while True:

@@ -8,9 +8,9 @@ its input channel (deployment order is not guaranteed), so they wait in ``pendin
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
-from typing import BinaryIO
 
 from flowsql.runtime.channels.base import ChannelError
 from flowsql.runtime.channels.framing import Frame, read_frame
@@ -28,7 +28,7 @@ class ChannelServer:
         self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self._lock = threading.Lock()
         self._channels: dict[str, RemoteInputChannel] = {}
-        self._pending: dict[str, tuple[socket.socket, BinaryIO]] = {}
+        self._pending: dict[str, tuple[socket.socket, io.BufferedIOBase]] = {}
         self._closed = False
         threading.Thread(target=self._accept, name="channel server", daemon=True).start()
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowsql.errors import ExecutionError
+from flowsql.runtime.channels import ChannelSettings
 from flowsql.runtime.cluster.tasks import check_task_kind
 
 
@@ -50,6 +51,7 @@ def plan_deployment(job: str, tasks: Sequence[TaskSpec], edges: Sequence[EdgeSpe
     """``(worker index, descriptor)`` for every task, in submission order."""
     if not tasks:
         raise ExecutionError("a job needs at least one task")
+    ChannelSettings.from_settings(settings)  # reject bad settings before anything runs
     placement: dict[str, int] = {}
     for position, task in enumerate(tasks):
         check_task_kind(task.kind)

@@ -51,7 +51,7 @@ class _RunningTask:
 
     def abort(self, reason: str) -> None:
         with self.lock:
-            channels = [*self.inputs, *self.outputs]
+            channels: list[RemoteInputChannel | BufferedWriter] = [*self.inputs, *self.outputs]
         for channel in channels:
             channel.abort(reason)
 
@@ -100,8 +100,8 @@ class Worker:
     def _run(self, descriptor: dict[str, Any], running: _RunningTask) -> None:
         task_id = f"{descriptor['name']}[{descriptor['subtask']}]"
         header = {"job": descriptor["job"], "task": task_id}
-        settings = ChannelSettings.from_settings(descriptor["settings"])
         try:
+            settings = ChannelSettings.from_settings(descriptor["settings"])
             function = resolve_task_kind(descriptor["kind"])
             for name in descriptor["inputs"]:
                 channel = RemoteInputChannel(name, settings.credits)
@@ -140,6 +140,9 @@ class Worker:
         finally:
             for channel in running.inputs:
                 self.server.unregister(channel.name)
+                # a task that returned before reading an input to its end must not leave
+                # that input's sender blocked on credits forever: break the channel instead
+                channel.abort(f"the consuming task {task_id} ended")
             with self.lock:
                 siblings = self.jobs.get(descriptor["job"], [])
                 if running in siblings:

@@ -15,7 +15,7 @@ import psutil
 import pyarrow as pa
 import pytest
 
-from flowsql.errors import ExecutionError
+from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.runtime.cluster import EdgeSpec, MiniCluster, TaskSpec
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_groups
 
@@ -108,6 +108,8 @@ def test_invalid_jobs_are_rejected_before_deployment(cluster: MiniCluster) -> No
         cluster.submit([TaskSpec("t", "count", worker=5)])
     with pytest.raises(ExecutionError, match="unknown task ghost"):
         cluster.submit([TaskSpec("t", "count")], [EdgeSpec("ghost[0]", "t[0]")])
+    with pytest.raises(FlowSQLError, match="execution.buffer-timeout"):
+        cluster.submit([TaskSpec("t", "count")], settings={"execution.buffer-timeout": "x"})
     job = cluster.submit([TaskSpec("t", "no.such.module:run")])
     with pytest.raises(ExecutionError, match=r"task t\[0\].*does not resolve"):
         job.result(timeout=30)
@@ -150,3 +152,16 @@ def test_workers_exit_when_the_coordinator_process_dies() -> None:
         coordinator.kill()
         coordinator.wait(30)
     assert wait_until(lambda: all(gone(pid) for pid in pids), 20)
+
+
+def test_a_hung_worker_is_detected_by_missing_heartbeats() -> None:
+    with MiniCluster(1, heartbeat_timeout=3.0) as cluster:
+        job = cluster.submit([TaskSpec("gen", "generate", config={"batches": -1, "rows": 10,
+                                                                  "sleep_ms": 5}),
+                              TaskSpec("sink", "count")], [EdgeSpec("gen[0]", "sink[0]")])
+        time.sleep(0.3)
+        os.kill(cluster.pids[0], signal.SIGSTOP)  # alive, connected, and silent
+        with pytest.raises(ExecutionError, match=r"worker 0 .* lost \(no heartbeat for 3.0 s\)"):
+            job.result(timeout=30)
+        pids = cluster.pids
+    assert no_process_left(pids)
