@@ -77,8 +77,8 @@ class Session:
     def set(self, key: str, value: str) -> None:
         """Change a setting (``SET 'key' = 'value'``), validating the ones we know."""
         if key in ("engine", "execution.engine"):
-            if value not in ("local",):
-                raise FlowSQLError(f"unknown engine '{value}' (available: local)")
+            if value not in ("local", "spark"):
+                raise FlowSQLError(f"unknown engine '{value}' (available: local, spark)")
             key = "engine"
         if key == "execution.memory-budget":
             from flowsql.settings import parse_bytes
@@ -111,6 +111,6 @@ class Session:
 
 
 def connect(**settings: Any) -> Session:
-    """Open a session. ``engine`` is ``local`` (default) or, later, ``spark``; any other
+    """Open a session. ``engine`` is ``local`` (default) or ``spark``; any other
     keyword is a setting (``memory_budget`` -> ``execution.memory-budget``)."""
     return Session(**settings)

@@ -83,13 +83,23 @@ def execute_statement(session: Session, statement: Statement, text: str) -> Resu
     return handler(session, statement)
 
 
-def _query(session: Session, statement: QueryStatement) -> Result:
+def _run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
+    """Run a physical plan on the session's engine."""
+    if session.settings.get("engine") == "spark":
+        from flowsql.spark import run_plan
+
+        return run_plan(physical, session.settings)
     from flowsql.runtime.executor import execute
+
+    return execute(physical, session.settings)
+
+
+def _query(session: Session, statement: QueryStatement) -> Result:
     from flowsql.session import Result
 
     logical, optimized, physical = plan_query(session, statement)
     started = time.perf_counter()
-    table = execute(physical, session.settings)
+    table = _run_physical(session, physical)
     elapsed = time.perf_counter() - started
     return Result("query", table=table,
                   plan_text=explain_text(logical, optimized, physical),
@@ -99,9 +109,12 @@ def _query(session: Session, statement: QueryStatement) -> Result:
 def _explain(session: Session, statement: ExplainStatement) -> Result:
     from flowsql.session import Result
 
-    if statement.mode == "pyspark":
-        raise FlowSQLError("EXPLAIN PYSPARK needs the Spark backend, which is not built yet")
     logical, optimized, physical = plan_query(session, statement)
+    if statement.mode == "pyspark":
+        from flowsql.spark import generate_pyspark_source
+
+        source = generate_pyspark_source(physical)
+        return Result("explain", table=pa.table({"plan": source.split("\n")}), plan_text=source)
     text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose")
     return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)
 

@@ -61,6 +61,7 @@ def open_duckdb(data_dir: Path) -> QueryRunner:
 ENGINES: dict[str, EngineFactory] = {
     "local": partial(open_flowsql, engine="local"),
     "duckdb": open_duckdb,
+    "spark": partial(open_flowsql, engine="spark"),
 }
 
 
