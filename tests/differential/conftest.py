@@ -12,6 +12,8 @@ import pytest
 from diff_engines import Engines, open_engines
 
 
-@pytest.fixture(scope="session")
-def engines(tpch_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Engines:
-    return open_engines(tpch_dir, tmp_path_factory.mktemp("differential"))
+@pytest.fixture(scope="session", params=["local", "spark"])
+def engines(request: pytest.FixtureRequest, tpch_dir: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Engines:
+    """The suite runs twice: on the local engine and compiled to PySpark."""
+    return open_engines(tpch_dir, tmp_path_factory.mktemp("differential"), request.param)

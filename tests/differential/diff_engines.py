@@ -27,13 +27,19 @@ class Engines:
     broken: dict[str, str]
 
 
-def open_engines(tpch_dir: Path, data_dir: Path) -> Engines:
-    """Write the NULL-heavy tables into ``data_dir`` and register everything in both engines."""
+SPARK_TEST_SETTINGS = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
+                       "spark.default.parallelism": "2"}
+
+
+def open_engines(tpch_dir: Path, data_dir: Path, engine: str = "local") -> Engines:
+    """Write the NULL-heavy tables into ``data_dir`` and register everything in both engines;
+    flowsql runs queries on ``engine`` (local or spark)."""
     import duckdb
 
     from flowsql.session import connect
 
-    session = connect()
+    extra = SPARK_TEST_SETTINGS if engine == "spark" else {}
+    session = connect(engine=engine, **extra)
     con = duckdb.connect()
     broken: dict[str, str] = {}
     statements: list[tuple[str, str, str]] = [
