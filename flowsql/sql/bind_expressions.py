@@ -453,7 +453,7 @@ class ExpressionBinder:
             return self._bind_filter(node, scope)  # type: ignore[arg-type]
         name = _SCALAR_BY_KEY.get(key)
         if name is None:
-            shown = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            shown = node.name if isinstance(node, exp.Anonymous) else node.key.upper()
             raise self.error(f"unknown function '{shown}'", node)
         arg_nodes = self._function_args(node)
         bound = [self.bind(a, scope) for a in arg_nodes]
