@@ -76,7 +76,7 @@ def test_scalar_functions(tables, duck) -> None:  # type: ignore[no-untyped-def]
     )
     check(plan, duck, r"""
         SELECT id, upper(s), substring(s, 2, 3), length(s), s LIKE 'a%', s LIKE 'a\b',
-               s || grp, strpos(s, 'an'), coalesce(k, -1), k IN (1, 3, NULL),
+               concat(s, grp), strpos(s, 'an'), coalesce(k, -1), k IN (1, 3, NULL),
                CASE WHEN k < 3 THEN 'low' WHEN k IS NULL THEN 'none' ELSE 'high' END,
                CAST(d + INTERVAL 1 MONTH AS DATE), d - DATE '2024-01-01', d + 3, year(d),
                dayofweek(d), CAST(date_trunc('month', d) AS DATE), round(x, 0), floor(price),
