@@ -19,11 +19,19 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "engine": "local",
     "execution.memory-budget": "8gb",
     "execution.batch-size": "65536",
+    "parallelism.default": "1",
+    "max_parallelism": "128",
+    "optimizer.broadcast-threshold-rows": "100000",
+    "execution.buffer-timeout": "100",
+    "execution.buffer-size": "1mb",
+    "execution.buffer-rows": "65536",
+    "execution.channel-credits": "4",
 }
 
 # Keyword arguments of connect() that are spelled differently from their setting key.
 _SETTING_ALIASES = {"engine": "engine", "memory_budget": "execution.memory-budget",
-                    "batch_size": "execution.batch-size"}
+                    "batch_size": "execution.batch-size", "parallelism": "parallelism.default",
+                    "max_parallelism": "max_parallelism"}
 
 
 @dataclass
@@ -71,6 +79,9 @@ class Session:
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, str] = dict(DEFAULT_SETTINGS)
         self.catalog = Catalog()
+        #: the parallel runner (and its worker processes), started by the first query that
+        #: runs with parallelism > 1 and stopped by ``close``
+        self.parallel_runner: Any = None
         for key, value in settings.items():
             self.set(_SETTING_ALIASES.get(key, key.replace("_", ".")), str(value))
 
@@ -101,7 +112,10 @@ class Session:
             yield execute_statement(self, statement, text)
 
     def close(self) -> None:
-        return None
+        """Release what the session started (worker processes of the parallel runner)."""
+        if self.parallel_runner is not None:
+            self.parallel_runner.close()
+            self.parallel_runner = None
 
     def __enter__(self) -> Session:
         return self
@@ -112,5 +126,6 @@ class Session:
 
 def connect(**settings: Any) -> Session:
     """Open a session. ``engine`` is ``local`` (default) or ``spark``; any other
-    keyword is a setting (``memory_budget`` -> ``execution.memory-budget``)."""
+    keyword is a setting (``memory_budget`` -> ``execution.memory-budget``,
+    ``parallelism`` -> ``parallelism.default``)."""
     return Session(**settings)

@@ -61,6 +61,10 @@ def plan_query(session: Session, statement: QueryStatement | ExplainStatement): 
     logical = bind_query(session, statement)
     optimized = optimize(logical, session.settings)
     physical = to_physical(optimized.plan, session.settings, optimized.context.estimator)
+    if session.settings.get("engine") != "spark":
+        from flowsql.optimizer.distribution import enforce_distribution
+
+        physical = enforce_distribution(physical, session.settings)
     return logical, optimized, physical
 
 
@@ -89,6 +93,15 @@ def _run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
         from flowsql.spark import run_plan
 
         return run_plan(physical, session.settings)
+    from flowsql.optimizer.distribution import parallelism
+
+    workers = parallelism(session.settings)
+    if workers > 1:
+        from flowsql.runtime.parallel import ParallelRunner
+
+        if session.parallel_runner is None:
+            session.parallel_runner = ParallelRunner()
+        return session.parallel_runner.execute(physical, session.settings, workers)  # type: ignore[no-any-return]
     from flowsql.runtime.executor import execute
 
     return execute(physical, session.settings)

@@ -19,13 +19,20 @@ from flowsql.session import Session
 ROOT = Path(__file__).resolve().parent.parent
 
 SETTINGS_TABLE = "\n".join([
-    "key                     | value",
-    "------------------------+------",
-    "a                       | 1",
-    "engine                  | local",
-    "execution.batch-size    | 65536",
-    "execution.memory-budget | 8gb",
-    "4 rows",
+    "key                                | value",
+    "-----------------------------------+-------",
+    "a                                  | 1",
+    "engine                             | local",
+    "execution.batch-size               | 65536",
+    "execution.buffer-rows              | 65536",
+    "execution.buffer-size              | 1mb",
+    "execution.buffer-timeout           | 100",
+    "execution.channel-credits          | 4",
+    "execution.memory-budget            | 8gb",
+    "max_parallelism                    | 128",
+    "optimizer.broadcast-threshold-rows | 100000",
+    "parallelism.default                | 1",
+    "11 rows",
 ])
 
 
@@ -100,7 +107,10 @@ def test_json_output(parquet_table: str, capsys: pytest.CaptureFixture[str]) -> 
 def test_settings_listing_as_csv_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--format", "csv", "--set", "a=1", "-c", "SET"]) == 0
     assert capsys.readouterr().out == (
-        "key,value\na,1\nengine,local\nexecution.batch-size,65536\nexecution.memory-budget,8gb\n")
+        "key,value\na,1\nengine,local\nexecution.batch-size,65536\nexecution.buffer-rows,65536\n"
+        "execution.buffer-size,1mb\nexecution.buffer-timeout,100\nexecution.channel-credits,4\n"
+        "execution.memory-budget,8gb\nmax_parallelism,128\n"
+        "optimizer.broadcast-threshold-rows,100000\nparallelism.default,1\n")
     assert main(["--format", "json", "--set", "a=1", "-c", "SET"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == '{"key":"a","value":"1"}'
 

@@ -32,6 +32,7 @@ from flowsql.planner.logical import (
     Window,
 )
 from flowsql.planner.physical import (
+    ExchangeExec,
     FilterExec,
     HashAggregateExec,
     HashJoinExec,
@@ -185,4 +186,7 @@ def _physical_line(plan: PhysicalPlan) -> str:
         return f"Limit {_limit_text(plan.limit, plan.offset)}"
     if isinstance(plan, SetOpExec):
         return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
+    if isinstance(plan, ExchangeExec):
+        keys = f" keys={_list(render(k) for k in plan.keys)}" if plan.keys else ""
+        return f"Exchange[{plan.kind}]{keys}"
     return type(plan).__name__

@@ -254,3 +254,33 @@ class SetOpExec(PhysicalPlan):
 
     def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
         return replace(self, left=inputs[0], right=inputs[1])
+
+
+EXCHANGE_KINDS = ("hash", "broadcast", "rebalance", "gather", "forward")
+
+
+@dataclass(frozen=True, eq=False)
+class ExchangeExec(_Unary):
+    """Redistributes its input between subtasks; placed by the distribution pass only.
+
+    ``kind``: hash (rows go to the subtask owning the key group of ``keys``), broadcast
+    (every subtask gets every row), rebalance (round-robin batches), gather (everything to
+    one subtask) or forward (same subtask, no redistribution). ``keys`` are expressions over
+    the input schema and are set exactly for hash; both sides of a co-partitioned join hash
+    keys of identical types, so equal values land on the same subtask.
+    """
+
+    input: PhysicalPlan
+    kind: str
+    keys: tuple[Expr, ...]
+    est_rows: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXCHANGE_KINDS:
+            raise ValueError(f"unknown exchange kind '{self.kind}'")
+        if (self.kind == "hash") != bool(self.keys):
+            raise ValueError("a hash exchange needs keys; other exchanges take none")
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema

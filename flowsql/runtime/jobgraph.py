@@ -1,0 +1,128 @@
+"""Job graph: a physical plan with exchanges, cut into stages that run as parallel tasks.
+
+Every exchange other than ``forward`` is a cut. The nodes between cuts form one *stage*: a
+tree of operators chained in one task (forward edges, no serialization) whose leaves are
+sources (scans, values) or :class:`StageInput` nodes, the receiving ends of the exchanges
+that feed it. Each stage has one parallelism and at most one output edge (a plan is a tree),
+and the root stage, which hands the result to the caller, is stage 0.
+
+Parallelism is derived, not chosen here: scans run with the job's parallelism (each subtask
+reads its share of the data), values and whatever a gather feeds run on one subtask, hash,
+broadcast and rebalance exchanges feed ``parallelism`` subtasks, and every other node runs
+where its inputs run. Inputs that disagree mean the distribution pass placed exchanges
+inconsistently: that is an ExecutionError, never a silent re-partitioning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from flowsql.errors import ExecutionError
+from flowsql.planner.expressions import Expr
+from flowsql.planner.physical import ExchangeExec, PhysicalPlan, TableScanExec, ValuesExec
+from flowsql.planner.schema import Schema
+
+
+@dataclass(frozen=True, eq=False)
+class StageInput(PhysicalPlan):
+    """Leaf of a stage plan: the batches arriving over job edge ``edge``."""
+
+    edge: int
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields
+
+
+@dataclass(frozen=True)
+class JobEdge:
+    """Data from every subtask of stage ``source`` to the subtasks of stage ``target``,
+    distributed by ``kind`` (hash on ``keys`` over the source stage's output, broadcast,
+    rebalance or gather)."""
+
+    id: int
+    source: int
+    target: int
+    kind: str
+    keys: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """``plan`` runs as ``parallelism`` subtasks; ``inputs`` are the edge ids of its
+    StageInput leaves in increasing order, ``output`` its outgoing edge (None: the root)."""
+
+    id: int
+    plan: PhysicalPlan
+    parallelism: int
+    inputs: tuple[int, ...]
+    output: int | None
+
+    @property
+    def name(self) -> str:
+        return f"stage-{self.id}"
+
+
+@dataclass(frozen=True)
+class JobGraph:
+    stages: tuple[Stage, ...]
+    edges: tuple[JobEdge, ...]
+
+    @property
+    def root(self) -> Stage:
+        return self.stages[0]
+
+
+def build_job_graph(plan: PhysicalPlan, parallelism: int) -> JobGraph:
+    """Cut ``plan`` at its exchanges (see the module docstring)."""
+    if parallelism < 1:
+        raise ExecutionError(f"parallelism must be at least 1, got {parallelism}")
+    builder = _Builder(parallelism)
+    builder.stage(plan)
+    stages = list(builder.stages)
+    for edge in builder.edges:
+        stages[edge.source] = replace(stages[edge.source], output=edge.id)
+    return JobGraph(tuple(stages), tuple(builder.edges))
+
+
+class _Builder:
+    def __init__(self, parallelism: int) -> None:
+        self.parallelism = parallelism
+        self.stages: list[Stage] = []
+        self.edges: list[JobEdge] = []
+
+    def stage(self, root: PhysicalPlan) -> int:
+        """Build the stage rooted at ``root`` (and, recursively, those feeding it)."""
+        stage_id = len(self.stages)
+        self.stages.append(Stage(stage_id, root, 0, (), None))  # reserve the id
+        inputs: list[int] = []
+        plan, parallelism = self._within(root, stage_id, inputs)
+        self.stages[stage_id] = Stage(stage_id, plan, parallelism, tuple(sorted(inputs)), None)
+        return stage_id
+
+    def _within(self, node: PhysicalPlan, stage_id: int,
+                inputs: list[int]) -> tuple[PhysicalPlan, int]:
+        if isinstance(node, ExchangeExec):
+            if node.kind == "forward":
+                return self._within(node.input, stage_id, inputs)
+            source = self.stage(node.input)
+            edge = JobEdge(len(self.edges), source, stage_id, node.kind, node.keys)
+            self.edges.append(edge)
+            inputs.append(edge.id)
+            return (StageInput(edge.id, node.schema, node.est_rows),
+                    1 if node.kind == "gather" else self.parallelism)
+        if isinstance(node, TableScanExec):
+            return node, self.parallelism
+        if isinstance(node, ValuesExec):
+            return node, 1
+        if not node.inputs:
+            raise ExecutionError(f"job graph: no parallelism rule for {type(node).__name__}")
+        built = [self._within(child, stage_id, inputs) for child in node.inputs]
+        found = {parallelism for _, parallelism in built}
+        if len(found) != 1:
+            raise ExecutionError(f"job graph: the inputs of {type(node).__name__} run with "
+                                 f"different parallelisms {sorted(found)}; an exchange is "
+                                 "missing")
+        return node.with_inputs(tuple(child for child, _ in built)), found.pop()

@@ -1,0 +1,162 @@
+"""Run a physical plan with exchanges on a mini-cluster and return the result table.
+
+A :class:`ParallelRunner` owns one :class:`MiniCluster` (started on first use with one
+worker per subtask of the widest stage) and one channel server in the calling process, on
+which the root stage's single subtask sends the result batches. Subtask ``i`` of every
+stage is pinned to worker ``i % workers``, so the subtasks of one stage spread over all
+workers. ``close`` stops the workers and reaps them; a session closes its runner.
+
+A failing task fails the job at once (the cluster cancels the rest); the runner then
+raises the job's error, which names the task (stage and subtask) and, from inside the task,
+the operator. If the result channel breaks first, the runner waits briefly for that root
+cause rather than reporting the broken channel.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pyarrow as pa
+
+from flowsql.errors import ExecutionError
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.planner.schema import to_arrow_schema
+from flowsql.runtime.channels import (
+    ChannelError,
+    ChannelServer,
+    ChannelSettings,
+    InputGate,
+    RemoteInputChannel,
+)
+from flowsql.runtime.cluster import EdgeSpec, Job, MiniCluster, TaskSpec
+from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
+from flowsql.runtime.jobgraph import JobGraph, build_job_graph
+from flowsql.runtime.operators.batches import conform
+from flowsql.runtime.parallel.plan_codec import dumps
+from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
+
+TASK_KIND = "flowsql.runtime.parallel.stage_task:run_stage"
+_POLL_S = 0.1
+
+
+class ParallelRunner:
+    """Executes plans with ``parallelism`` subtasks per parallel stage."""
+
+    def __init__(self) -> None:
+        self._cluster: MiniCluster | None = None
+        self._server: ChannelServer | None = None
+        self._names = itertools.count(1)
+        self._lock = threading.Lock()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return self._cluster.pids if self._cluster is not None else []
+
+    def execute(self, plan: PhysicalPlan, settings: dict[str, str],
+                parallelism: int) -> pa.Table:
+        """Run ``plan`` (exchanges placed, root on one subtask) to completion."""
+        graph = build_job_graph(plan, parallelism)
+        if graph.root.parallelism != 1:
+            raise ExecutionError("the root of a parallel plan must run on one subtask "
+                                 "(a gather exchange is missing)")
+        with self._lock:  # one job at a time: a session runs its statements in order
+            cluster, server = self._start(parallelism)
+            name = f"result-{next(self._names)}"
+            channel = RemoteInputChannel(name, ChannelSettings.from_settings(settings).credits)
+            server.register(channel)
+            try:
+                host, port = server.address
+                tasks, edges = _deployment(graph, settings, cluster,
+                                           {"channel": name, "host": host, "port": port})
+                job = cluster.submit(tasks, edges, settings)
+                batches = _collect(job, channel)
+            finally:
+                channel.abort("the query ended")
+                server.unregister(name)
+        return _table(plan, batches)
+
+    def _start(self, parallelism: int) -> tuple[MiniCluster, ChannelServer]:
+        if self._cluster is not None and len(self._cluster.workers) != parallelism:
+            self._cluster.close()
+            self._cluster = None
+        if self._cluster is None or any(w.lost for w in self._cluster.workers):
+            if self._cluster is not None:
+                self._cluster.close()
+            self._cluster = MiniCluster(parallelism)
+        if self._server is None:
+            self._server = ChannelServer()
+        return self._cluster, self._server
+
+    def close(self) -> None:
+        """Stop the workers and the result server; idempotent."""
+        with self._lock:
+            if self._cluster is not None:
+                self._cluster.close()
+                self._cluster = None
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+
+
+def _deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
+                result: dict[str, object]) -> tuple[list[TaskSpec], list[EdgeSpec]]:
+    """One TaskSpec per stage subtask and one EdgeSpec per (sender, receiver) pair.
+
+    Edges are listed by job edge, then sending subtask, then receiving subtask: a task's
+    input channels are then grouped by edge in edge order and its output channels are in
+    receiver order, which is what ``stage_task`` relies on."""
+    workers = len(cluster.workers)
+    max_parallelism = int(settings.get("max_parallelism", DEFAULT_MAX_PARALLELISM))
+    tasks: list[TaskSpec] = []
+    for stage in graph.stages:
+        output = None
+        if stage.output is not None:
+            edge = graph.edges[stage.output]
+            output = {"kind": edge.kind, "keys": dumps(edge.keys),
+                      "max_parallelism": max_parallelism}
+        inputs = [[e, graph.stages[graph.edges[e].source].parallelism] for e in stage.inputs]
+        plan = dumps(stage.plan)
+        for subtask in range(stage.parallelism):
+            config = {"plan": plan, "stage": stage.id, "parallelism": stage.parallelism,
+                      "inputs": inputs, "output": output,
+                      "result": result if stage.output is None else None}
+            tasks.append(TaskSpec(stage.name, TASK_KIND, subtask, config, subtask % workers))
+    edges = [EdgeSpec(f"{graph.stages[e.source].name}[{s}]",
+                      f"{graph.stages[e.target].name}[{t}]")
+             for e in graph.edges
+             for s in range(graph.stages[e.source].parallelism)
+             for t in range(graph.stages[e.target].parallelism)]
+    return tasks, edges
+
+
+def _collect(job: Job, channel: RemoteInputChannel) -> list[pa.RecordBatch]:
+    """The result batches, in the order the root subtask sent them."""
+    gate = InputGate([channel])
+    batches: list[pa.RecordBatch] = []
+    try:
+        while not gate.finished:
+            if job.error is not None:
+                raise job.error
+            item = gate.next(timeout=_POLL_S)
+            if item is not None and isinstance(item[1], pa.RecordBatch):
+                batches.append(item[1])
+    except ChannelError as exc:
+        job.result(SYMPTOM_GRACE_S + 2)  # raises the root cause when there is one
+        raise ExecutionError(f"the query's result channel broke: {exc}") from exc
+    except BaseException:
+        job.cancel()
+        raise
+    job.result()
+    return batches
+
+
+def _table(plan: PhysicalPlan, batches: list[pa.RecordBatch]) -> pa.Table:
+    """The result as the single-process executor builds it: named and typed by the plan."""
+    schema = to_arrow_schema(plan.schema)
+    if not plan.schema:
+        rows = sum(b.num_rows for b in batches)
+        return pa.Table.from_batches([pa.record_batch([pa.nulls(rows)], names=["_"]).select([])])
+    return pa.Table.from_batches(
+        [pa.RecordBatch.from_arrays([conform(c, f.type) for c, f in zip(b.columns, schema)],
+                                    schema=schema) for b in batches], schema=schema)

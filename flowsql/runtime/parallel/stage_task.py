@@ -1,0 +1,178 @@
+"""The task kind that runs one subtask of a job-graph stage inside a worker.
+
+The deployment config carries the stage plan as JSON (``plan_codec``), never code. The
+subtask rebuilds the operators and drives them pull-based exactly as the single-process
+executor does (inputs consumed one at a time in the operator's ``input_order``, hooks
+guarded so an unexpected exception becomes an ExecutionError naming the operator), with
+three differences at the leaves and the root:
+
+* a ``TableScanExec`` reads only this subtask's share (:class:`SplitScanOperator`);
+* a ``StageInput`` reads its edge's channels from the task's input gate;
+* the root's batches go to the outgoing edge's :class:`Partitioner`, or, for the root stage
+  of the job, over one extra channel to the coordinator (``result`` in the config).
+
+Config keys: ``plan``, ``stage``, ``parallelism``, ``inputs`` (``[edge id, number of
+sending subtasks]`` in edge order, matching the order of the task's input channels),
+``output`` (``{kind, keys, max_parallelism}`` or None) and ``result`` (``{channel, host,
+port}`` or None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.planner.physical import PhysicalPlan, TableScanExec
+from flowsql.runtime.channels import (
+    BufferedWriter,
+    ChannelError,
+    ChannelSettings,
+    RemoteOutputChannel,
+)
+from flowsql.runtime.cluster.tasks import TaskContext
+from flowsql.runtime.jobgraph import StageInput
+from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
+from flowsql.runtime.operators.contract import Limiting, Source
+from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
+from flowsql.runtime.parallel.partitioner import Partitioner
+from flowsql.runtime.parallel.plan_codec import loads
+from flowsql.runtime.parallel.split_scan import SplitScanOperator
+from flowsql.runtime.registry import create_operator, describe
+from flowsql.settings import parse_bytes
+
+_T = TypeVar("_T")
+
+
+def run_stage(context: TaskContext) -> Mapping[str, Any]:
+    """Run the subtask to the end of its input; report the rows it emitted."""
+    config = context.config
+    plan: PhysicalPlan = loads(config["plan"])
+    settings = dict(context.settings)
+    parallelism = int(config["parallelism"])
+    sink = _Sink(context, plan)
+    try:
+        budget = settings.get("execution.memory-budget")
+        pipeline = _Pipeline(context, settings, parallelism,
+                             MemoryBudget(parse_bytes(budget) if budget else None))
+        rows = 0
+        for batch in pipeline.run(plan):
+            sink.write(batch)
+            rows += batch.num_rows
+        drain(context.inputs, context.cancelled)
+        sink.finish()
+    except BaseException:
+        sink.abort(f"task {context.task_id} failed")
+        raise
+    return {"rows": rows}
+
+
+class _Sink:
+    """Where the stage's root sends its batches: the next stage or the coordinator."""
+
+    def __init__(self, context: TaskContext, plan: PhysicalPlan) -> None:
+        config = context.config
+        self.result: BufferedWriter | None = None
+        self.partitioner: Partitioner | None = None
+        if config.get("result") is not None:
+            target = config["result"]
+            self.result = BufferedWriter(
+                RemoteOutputChannel(target["channel"], (target["host"], int(target["port"]))),
+                ChannelSettings.from_settings(context.settings))
+        else:
+            output = config["output"]
+            self.partitioner = Partitioner(output["kind"], loads(output["keys"]), plan.schema,
+                                           context.outputs, context.subtask,
+                                           int(output["max_parallelism"]))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.result is not None:
+            self.result.write(batch)
+        elif self.partitioner is not None:
+            self.partitioner.write(batch)
+
+    def finish(self) -> None:
+        if self.result is not None:
+            self.result.finish()
+
+    def abort(self, reason: str) -> None:
+        if self.result is not None:
+            self.result.abort(reason)
+
+
+class _Pipeline:
+    """Pull-based operator tree of one subtask (see the executor for the protocol)."""
+
+    def __init__(self, context: TaskContext, settings: dict[str, str], parallelism: int,
+                 memory: MemoryBudget) -> None:
+        self.task = context
+        self.settings = settings
+        self.parallelism = parallelism
+        self.memory = memory
+        self.next_id = 0
+        channels: dict[int, list[int]] = {}
+        position = 0
+        for edge, senders in context.config["inputs"]:
+            channels[int(edge)] = list(range(position, position + int(senders)))
+            position += int(senders)
+        self.channels = channels
+
+    def _operator(self, node: PhysicalPlan) -> Operator:
+        if isinstance(node, StageInput):
+            return ExchangeSource(self.task.inputs, self.channels[node.edge],
+                                  self.task.cancelled)
+        if isinstance(node, TableScanExec):
+            return SplitScanOperator(node)
+        return create_operator(node)
+
+    def run(self, node: PhysicalPlan) -> Generator[pa.RecordBatch, None, None]:
+        self.next_id += 1
+        label = (f"{describe(node)} [operator {self.next_id}] in subtask "
+                 f"{self.task.subtask} of {self.parallelism} of {self.task.name}")
+        operator = _guarded(label, self._operator, node)
+        context = OperatorContext(name=label, settings=self.settings, memory=self.memory,
+                                  subtask_index=self.task.subtask,
+                                  parallelism=self.parallelism)
+        _guarded(label, operator.open, context)
+        try:
+            if isinstance(operator, Source):
+                produced = operator.produce()
+                while (batch := _guarded(label, next, produced, None)) is not None:
+                    if batch.num_rows:
+                        yield batch
+                return
+            order = operator.input_order or tuple(range(len(node.inputs)))
+            for index in order:
+                yield from self._feed(operator, index, self.run(node.inputs[index]), label)
+        finally:
+            _guarded(label, operator.close)
+
+    @staticmethod
+    def _feed(operator: Operator, index: int, child: Generator[pa.RecordBatch, None, None],
+              label: str) -> Iterator[pa.RecordBatch]:
+        try:
+            for batch in child:
+                yield from _emitted(label, operator.process_batch, index, batch)
+                if isinstance(operator, Limiting) and operator.satisfied:
+                    break
+        finally:
+            child.close()
+        yield from _emitted(label, operator.end_input, index)
+
+
+def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:
+    try:
+        return fn(*args)
+    except ChannelError:
+        raise  # a neighbour failed or the job was cancelled: not this operator's fault
+    except FlowSQLError as exc:
+        raise type(exc)(f"{label}: {exc}") from exc
+    except Exception as exc:
+        raise ExecutionError(f"{label} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _emitted(label: str, fn: Callable[..., Iterable[pa.RecordBatch]],
+             *args: Any) -> list[pa.RecordBatch]:
+    return _guarded(label, lambda: [b for b in fn(*args) if b.num_rows])
