@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowsql.errors import ExecutionError
@@ -38,6 +39,9 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.log.level": "FATAL",
+    # Keeps log4j's start-up chatter off the user's terminal (read at JVM start).
+    "spark.driver.extraJavaOptions":
+        f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties')}",
     "spark.sql.session.timeZone": "UTC",
 }
 # PySpark logs every analysis error as a JSON record before raising it; we report the error
@@ -55,6 +59,9 @@ def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
         raise ExecutionError("the Spark engine needs pyspark (pip install 'pyspark>=4')") from None
     if SparkContext._active_spark_context is None:  # noqa: SLF001 - the only public probe
         check_java()
+        # Spark picks a non-loopback address and says so on every start; local mode needs
+        # nothing but the loopback interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     config = {**DEFAULT_CONFIG, **{k: v for k, v in settings.items()
                                    if k.startswith("spark.") and k not in FLOWSQL_SETTINGS}}
     builder = SparkSession.builder.master(config.pop("spark.master", DEFAULT_MASTER))
