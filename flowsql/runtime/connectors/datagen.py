@@ -1,0 +1,199 @@
+"""The ``datagen`` connector: Flink's generated test data, reproducible and resumable.
+
+Options (Flink's names): ``number-of-rows`` (bounded; without it and without sequence
+fields the source is unbounded), ``rows-per-second`` (throttle, default 10000; 0 or
+negative: unthrottled), and per field ``fields.<name>.kind`` = ``sequence`` (``start``,
+``end``: the source ends when a sequence is exhausted) or ``random`` (default; ``min`` /
+``max`` for numbers, temporal values as epoch milliseconds, ``length`` for strings,
+default 100). Extension: ``seed`` (default 0).
+
+Row ``i`` is a pure function of (seed, field name, i): random values come from a stable
+counter-based hash, not from a stateful generator. That is what makes a run reproducible
+and a restore exact: the only state is the position (rows emitted), snapshotted as
+operator list state, and resuming at position ``p`` yields exactly rows ``p, p+1, ...``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from flowsql.errors import CatalogError
+from flowsql.runtime.operators.batches import batch_size
+from flowsql.runtime.operators.contract import Source
+from flowsql.runtime.partitioning import fmix64, hash_array
+from flowsql.runtime.state.list_state import OperatorListState
+
+_POSITION = pa.schema([("position", pa.int64())])
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+class DatagenTable:
+    """The validated options of one datagen table over ``schema``."""
+
+    def __init__(self, schema: pa.Schema, options: dict[str, str]) -> None:
+        self.schema = schema
+        self.options = options
+        self.seed = np.uint64(_integer(options, "seed", 0) % 2**64)
+        self.rows_per_second = _integer(options, "rows-per-second", 10000)
+        known = {f"fields.{f.name}." for f in schema}
+        for key in options:
+            if key.startswith("fields.") and not any(key.startswith(p) for p in known):
+                raise CatalogError(f"datagen option '{key}' names no column of the table")
+        limits = [_integer(options, "number-of-rows", -1)]
+        for field in schema:
+            if self._kind(field.name) == "sequence":
+                start, end = self._sequence(field.name)
+                limits.append(end - start + 1)
+        bounded = [limit for limit in limits if limit >= 0]
+        #: total rows, or None for an unbounded source
+        self.total_rows: int | None = min(bounded) if bounded else None
+
+    def rows(self, start: int, count: int) -> pa.RecordBatch:
+        """Rows ``start .. start + count - 1``."""
+        index = np.arange(start, start + count, dtype=np.int64)
+        columns = [self._column(field, index) for field in self.schema]
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _kind(self, name: str) -> str:
+        kind = self.options.get(f"fields.{name}.kind", "random")
+        if kind not in ("sequence", "random"):
+            raise CatalogError(f"datagen: fields.{name}.kind must be 'sequence' or 'random', "
+                               f"got '{kind}'")
+        return kind
+
+    def _sequence(self, name: str) -> tuple[int, int]:
+        if f"fields.{name}.start" not in self.options or f"fields.{name}.end" not in self.options:
+            raise CatalogError(f"datagen: sequence field '{name}' needs fields.{name}.start "
+                               f"and fields.{name}.end")
+        start = _integer(self.options, f"fields.{name}.start", 0)
+        end = _integer(self.options, f"fields.{name}.end", 0)
+        if end < start:
+            raise CatalogError(f"datagen: sequence '{name}' ends ({end}) before it starts "
+                               f"({start})")
+        return start, end
+
+    def _column(self, field: pa.Field, index: np.ndarray) -> pa.Array:
+        t = field.type
+        if self._kind(field.name) == "sequence":
+            start, _ = self._sequence(field.name)
+            values = index + start
+            if pa.types.is_string(t) or pa.types.is_large_string(t):
+                return pa.array(values).cast(t)
+            return _from_int64(values, t, field.name)
+        salt = np.uint64(hash_array(pa.array([field.name]))[0]) ^ self.seed
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            length = _integer(self.options, f"fields.{field.name}.length", 100)
+            return _random_strings(salt, index, length).cast(t)
+        bits = _bits(salt, index)
+        if pa.types.is_boolean(t):
+            return pa.array((bits & np.uint64(1)).astype(bool))
+        if pa.types.is_floating(t):
+            low = float(self.options.get(f"fields.{field.name}.min", 0.0))
+            high = float(self.options.get(f"fields.{field.name}.max", 1.0))
+            unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
+            return pa.array(low + unit * (high - low)).cast(t)
+        low_default, high_default = _integer_range(t, field.name)
+        low = _integer(self.options, f"fields.{field.name}.min", low_default)
+        high = _integer(self.options, f"fields.{field.name}.max", high_default)
+        if high < low:
+            raise CatalogError(f"datagen: fields.{field.name}.max is below its min")
+        span = high - low + 1
+        offsets = bits if span >= 2**64 else bits % np.uint64(span)
+        values = (offsets + np.uint64(low % 2**64)).view(np.int64)  # wrapping add
+        return _from_int64(values, t, field.name)
+
+
+class DatagenSource(Source):
+    """Emits a datagen table's rows in batches of ``execution.batch-size``, throttled to
+    ``rows-per-second``; ``clock`` (seconds) and ``sleep`` are injectable for tests."""
+
+    def __init__(self, table: DatagenTable,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.table = table
+        self._clock = clock
+        self._sleep = sleep
+        self._state = OperatorListState("position", _POSITION, "split")
+        self.position = 0
+
+    def produce(self) -> Iterator[pa.RecordBatch]:
+        size = batch_size(self.context.settings)
+        rate = self.table.rows_per_second
+        if rate > 0:
+            size = max(1, min(size, rate))
+        total = self.table.total_rows
+        started, emitted_here = self._clock(), 0
+        while total is None or self.position < total:
+            count = size if total is None else min(size, total - self.position)
+            if rate > 0:
+                wait = started + emitted_here / rate - self._clock()
+                if wait > 0:
+                    self._sleep(wait)
+            batch = self.table.rows(self.position, count)
+            self.position += count
+            emitted_here += count
+            yield batch
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        self._state.update(pa.table({"position": [self.position]}, schema=_POSITION))
+        return {"list/position": self._state.snapshot()}
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._state.restore(state["list/position"])
+        positions = self._state.rows.column("position").to_pylist()
+        self.position = max(positions) if positions else 0
+
+
+def _integer(options: dict[str, str], key: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise CatalogError(f"datagen option '{key}' must be an integer, got '{raw}'") from None
+
+
+def _bits(salt: np.uint64, index: np.ndarray) -> np.ndarray:
+    """64 random-looking bits per row index, a pure function of (salt, index)."""
+    return fmix64(fmix64(index.astype(np.uint64) * _GOLDEN + salt) ^ salt)
+
+
+def _random_strings(salt: np.uint64, index: np.ndarray, length: int) -> pa.Array:
+    """Hex strings of ``length`` characters (Flink's random strings are hex too)."""
+    words = -(-length // 16)
+    cells = (index.astype(np.uint64)[:, None] * np.uint64(words)
+             + np.arange(words, dtype=np.uint64)[None, :])
+    bits = _bits(salt ^ _GOLDEN, cells.ravel())
+    nibbles = (bits[:, None] >> (np.arange(16, dtype=np.uint64) * np.uint64(4))) & np.uint64(15)
+    chars = _HEX[nibbles.reshape(len(index), words * 16)[:, :length]]
+    offsets = np.arange(len(index) + 1, dtype=np.int32) * length
+    return pa.StringArray.from_buffers(len(index), pa.py_buffer(offsets),
+                                       pa.py_buffer(chars.tobytes()))
+
+
+def _integer_range(t: pa.DataType, name: str) -> tuple[int, int]:
+    if pa.types.is_integer(t):
+        info = np.iinfo(t.to_pandas_dtype())
+        return int(info.min), int(info.max)
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return 0, 2**41  # about year 2039 in epoch milliseconds
+    raise CatalogError(f"datagen cannot generate column '{name}' of type {t}")
+
+
+def _from_int64(values: np.ndarray, t: pa.DataType, name: str) -> pa.Array:
+    """Integers, or epoch milliseconds for temporal columns, as type ``t``."""
+    if pa.types.is_integer(t):
+        return pa.array(values, pa.int64()).cast(t)
+    if pa.types.is_floating(t):
+        return pa.array(values.astype(np.float64)).cast(t)
+    if pa.types.is_timestamp(t):
+        return pa.array(values, pa.int64()).cast(pa.timestamp("ms", t.tz)).cast(t)
+    if pa.types.is_date(t):
+        return pa.array(values // 86_400_000, pa.int64()).cast(pa.int32()).cast(t)
+    raise CatalogError(f"datagen cannot generate column '{name}' of type {t}")

@@ -1,0 +1,103 @@
+"""Keyed table state: Arrow rows, each owned by the key group of its key.
+
+Vectorized keyed state for operators that hold many small records per key (a window
+aggregate holds one accumulator row per (key, window)). The rows are one Arrow table with
+a ``KEY_GROUP`` column in front; every update replaces the table (Arrow data is immutable),
+which is what makes ``snapshot`` free and safe: the snapshot shares buffers with live state
+that will never be written again.
+
+Contract:
+
+* the key group of a row is ``partitioning.key_groups(key columns, max_parallelism)`` of the
+  row's key, computed by the owner (``key_groups_of``); rows of one key always carry the
+  same key group;
+* ``snapshot`` returns an immutable table (rows sorted by key group) with JSON metadata;
+  ``restore`` accepts the concatenation of snapshots of any number of subtasks and keeps only
+  the key groups asked for, which is all a rescaled restore needs;
+* restoring requires the same ``max_parallelism`` (it fixes the key-group layout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.errors import ExecutionError
+from flowsql.runtime.partitioning import key_groups
+from flowsql.runtime.state.metadata import read_metadata, with_metadata
+
+#: name of the column holding each row's key group
+KEY_GROUP = "__key_group"
+_KIND = "keyed_table"
+
+
+class KeyedTableState:
+    """Rows of ``schema`` (plus the leading ``KEY_GROUP`` int32 column) grouped by key group."""
+
+    def __init__(self, name: str, schema: pa.Schema, max_parallelism: int) -> None:
+        if KEY_GROUP in schema.names:
+            raise ExecutionError(f"state '{name}': column name {KEY_GROUP} is reserved")
+        self.name = name
+        self.max_parallelism = max_parallelism
+        self.schema = pa.schema([pa.field(KEY_GROUP, pa.int32(), nullable=False), *schema])
+        self._rows = self.schema.empty_table()
+
+    def key_groups_of(self, keys: Sequence[pa.Array | pa.ChunkedArray], num_rows: int
+                      ) -> np.ndarray:
+        """Key group (int32) of every row; without key columns everything is key group 0."""
+        if not keys:
+            return np.zeros(num_rows, dtype=np.int32)
+        return key_groups(keys, self.max_parallelism).astype(np.int32)
+
+    @property
+    def rows(self) -> pa.Table:
+        return self._rows
+
+    def __len__(self) -> int:
+        return self._rows.num_rows
+
+    def replace(self, rows: pa.Table) -> None:
+        """Make ``rows`` (of exactly ``schema``) the whole content."""
+        if not rows.schema.equals(self.schema):
+            rows = rows.select(self.schema.names).cast(self.schema)
+        self._rows = rows
+
+    def in_key_groups(self, groups: np.ndarray) -> np.ndarray:
+        """Boolean mask of the rows whose key group is one of ``groups``."""
+        owned = self._rows.column(KEY_GROUP).to_numpy()
+        return np.isin(owned, groups)
+
+    def split(self, mask: np.ndarray) -> tuple[pa.Table, pa.Table]:
+        """(rows where ``mask``, the other rows), both in their stored order."""
+        selected = pa.array(mask, pa.bool_())
+        return self._rows.filter(selected), self._rows.filter(pc.invert(selected))
+
+    def take(self, mask: np.ndarray) -> pa.Table:
+        """Remove and return the rows where ``mask`` is true."""
+        taken, kept = self.split(mask)
+        self._rows = kept
+        return taken
+
+    def snapshot(self) -> pa.Table:
+        rows = self._rows.combine_chunks()
+        if rows.num_rows:
+            rows = rows.take(pc.sort_indices(rows.column(KEY_GROUP)))
+        return with_metadata(rows, _KIND, self.name, max_parallelism=self.max_parallelism)
+
+    def restore(self, snapshot: pa.Table, groups: range | None = None) -> None:
+        """Content of ``snapshot`` restricted to key groups ``groups`` (None: all)."""
+        description = read_metadata(snapshot, _KIND, self.name)
+        if description.get("max_parallelism") != self.max_parallelism:
+            raise ExecutionError(
+                f"state '{self.name}' was written with max parallelism "
+                f"{description.get('max_parallelism')} and cannot be restored with "
+                f"{self.max_parallelism}")
+        rows = snapshot.replace_schema_metadata(None)
+        if groups is not None:
+            owned = rows.column(KEY_GROUP)
+            rows = rows.filter(pc.and_(pc.greater_equal(owned, groups.start),
+                                       pc.less(owned, groups.stop)))
+        self.replace(rows)

@@ -1,0 +1,1 @@
+"""Event time: watermark generation and merging, and event-time timers."""
