@@ -12,7 +12,7 @@ followed by the payload. Sender to receiver, in channel order:
 
 Receiver to sender: CREDIT (uint32 count of newly freed slots). Data and events share one
 byte stream, so FIFO order across them holds by construction. The format is plain Arrow
-IPC plus a few fixed-layout bytes — any process, any machine, never pickle.
+IPC plus a few fixed-layout bytes — any process, any machine, never Python object serialization.
 """
 
 from __future__ import annotations

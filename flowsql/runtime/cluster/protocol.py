@@ -2,7 +2,7 @@
 
 Each message is a little-endian uint32 length followed by that many bytes of UTF-8 JSON
 holding an object with a ``type``. JSON keeps the protocol inspectable and language-neutral
-and, unlike pickle, can never execute code on the receiving side. Messages:
+and, unlike serialized Python objects, can never execute code on the receiving side. Messages:
 
 coordinator -> worker: ``deploy`` {task: deployment descriptor}, ``cancel`` {job},
 ``shutdown``.

@@ -1,4 +1,4 @@
-"""Physical plans <-> JSON, so a worker can rebuild a stage's operators. Never pickle.
+"""Physical plans <-> JSON, so a worker can rebuild a stage's operators. Never Python object serialization.
 
 Plan nodes, expressions, fields and catalog entries are frozen dataclasses; each encodes as
 an object naming its class (``"@": "HashJoinExec"``) with one entry per dataclass field, and

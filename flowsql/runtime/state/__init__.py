@@ -6,7 +6,7 @@
   redistributed by ``split`` or ``union`` on rescale;
 * :class:`~flowsql.runtime.state.store.StateStore` -- one operator's named states (and its
   event-time timers, ``flowsql.runtime.time.timers``), snapshotted as immutable Arrow tables
-  with JSON metadata, never pickle.
+  with JSON metadata, never serialized Python objects.
 
 Import ``StateStore`` from ``flowsql.runtime.state.store``: this package is imported by the
 timer service, which the store itself depends on.

@@ -4,7 +4,7 @@ A snapshot is plain Arrow data; what it *is* travels in the table's schema metad
 ``flowsql.state`` as a small JSON object (``kind``, ``name``, ``version`` and kind-specific
 fields such as ``max_parallelism``). Restore reads it back and refuses a table of another
 kind, version or key-group layout, so a checkpoint written by one operator can never be
-silently misread by another. JSON, never pickle: a checkpoint is data, not code.
+silently misread by another. JSON, never serialized Python objects: a checkpoint is data, not code.
 """
 
 from __future__ import annotations
