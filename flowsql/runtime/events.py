@@ -5,7 +5,7 @@ watermark promises that no earlier event time follows on that channel, a barrier
 the records that belong to checkpoint ``n`` from those after it, and ``EndOfInput`` is the
 last element a channel ever carries. Events are immutable values (they are broadcast to every
 output channel, so sharing one object must be safe) and encode to a few bytes with a fixed,
-versionless binary layout (a tag byte, then little-endian fields) — data, never pickle.
+versionless binary layout (a tag byte, then little-endian fields) — data, never serialized Python objects.
 """
 
 from __future__ import annotations

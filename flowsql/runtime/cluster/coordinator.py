@@ -12,7 +12,7 @@ Guarantees, and how they are kept:
 * **No orphan processes.** ``close`` (also via ``with`` and ``atexit``) asks workers to shut
   down, then kills what is left and reaps every process. If the coordinator process itself
   dies, workers see their control connection close and exit on their own.
-* **No pickle.** Deployments and reports are JSON (protocol.py); data goes worker to worker
+* **Data, not code.** Deployments and reports are JSON (protocol.py); data goes worker to worker
   over channels as Arrow IPC.
 """
 
