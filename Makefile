@@ -34,8 +34,10 @@ golden: install
 	FLOWSQL_UPDATE_GOLDEN=1 $(BIN)/pytest tests/golden -q
 
 bench: install
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	@test -f data/sf1/lineitem.parquet || $(BIN)/flowsql tpch gen --sf 1 --out data/sf1
 	$(BIN)/python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1
+	$(BIN)/python benchmarks/buffer_timeout_latency.py --markdown
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -28,6 +28,8 @@ TASK_KINDS: dict[str, str] = {
     "generate": "flowsql.runtime.cluster.diagnostic_tasks:generate",
     "count": "flowsql.runtime.cluster.diagnostic_tasks:count",
     "fail": "flowsql.runtime.cluster.diagnostic_tasks:fail",
+    "grep_source": "flowsql.runtime.cluster.benchmark_tasks:grep_source",
+    "latency_sink": "flowsql.runtime.cluster.benchmark_tasks:latency_sink",
 }
 
 
