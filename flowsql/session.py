@@ -26,6 +26,8 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "execution.buffer-size": "1mb",
     "execution.buffer-rows": "65536",
     "execution.channel-credits": "4",
+    "execution.runtime-mode": "batch",
+    "pipeline.auto-watermark-interval": "200",
 }
 
 # Keyword arguments of connect() that are spelled differently from their setting key.

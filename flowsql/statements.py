@@ -133,14 +133,30 @@ def _explain(session: Session, statement: ExplainStatement) -> Result:
 
 
 def _create_table(session: Session, statement: CreateTableStatement) -> Result:
-    from flowsql.runtime.connectors.filesystem import infer_schema, table_statistics
     from flowsql.session import Result
 
     options = dict(statement.options)
     connector = options.setdefault("connector", "filesystem")
-    if connector != "filesystem":
+    if connector == "filesystem":
+        entry = _filesystem_table(statement, options)
+    elif connector == "datagen":
+        entry = _datagen_table(statement, options)
+    else:
         raise CatalogError(f"unknown connector '{connector}' for table '{statement.name}' "
-                           "(supported: filesystem)")
+                           "(supported: filesystem, datagen)")
+    session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
+    return Result("ddl", message=f"Table '{statement.name}' created")
+
+
+def _declared_schema(statement: CreateTableStatement) -> pa.Schema | None:
+    if statement.columns is None:
+        return None
+    return pa.schema([pa.field(c.name, c.dtype, c.nullable) for c in statement.columns])
+
+
+def _filesystem_table(statement: CreateTableStatement, options: dict[str, str]) -> TableEntry:
+    from flowsql.runtime.connectors.filesystem import infer_schema, table_statistics
+
     if "path" not in options:
         raise CatalogError(f"table '{statement.name}': the filesystem connector needs 'path'")
     fmt = options.setdefault("format", "parquet").lower()
@@ -149,13 +165,25 @@ def _create_table(session: Session, statement: CreateTableStatement) -> Result:
         raise CatalogError(f"table '{statement.name}': unknown format '{fmt}' "
                            f"(supported: {', '.join(SUPPORTED_FORMATS)})")
     options["path"] = os.path.abspath(os.path.expanduser(options["path"]))
-    if statement.columns is not None:
-        schema = pa.schema([pa.field(c.name, c.dtype, c.nullable) for c in statement.columns])
-    else:
+    schema = _declared_schema(statement)
+    if schema is None:
         schema = infer_schema(options)
-    entry = TableEntry(statement.name, schema, options, table_statistics(options))
-    session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
-    return Result("ddl", message=f"Table '{statement.name}' created")
+    return TableEntry(statement.name, schema, options, table_statistics(options),
+                      statement.watermark)
+
+
+def _datagen_table(statement: CreateTableStatement, options: dict[str, str]) -> TableEntry:
+    """Validated now (bad options fail the DDL, not the first query)."""
+    from flowsql.planner.catalog import TableStatistics
+    from flowsql.runtime.connectors.datagen import DatagenTable
+
+    schema = _declared_schema(statement)
+    if schema is None:
+        raise CatalogError(f"table '{statement.name}': the datagen connector needs a column "
+                           "list")
+    table = DatagenTable(schema, options)
+    return TableEntry(statement.name, schema, options,
+                      TableStatistics(row_count=table.total_rows), statement.watermark)
 
 
 def _create_view(session: Session, statement: CreateViewStatement) -> Result:

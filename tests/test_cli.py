@@ -29,10 +29,12 @@ SETTINGS_TABLE = "\n".join([
     "execution.buffer-timeout           | 100",
     "execution.channel-credits          | 4",
     "execution.memory-budget            | 8gb",
+    "execution.runtime-mode             | batch",
     "max_parallelism                    | 128",
     "optimizer.broadcast-threshold-rows | 100000",
     "parallelism.default                | 1",
-    "11 rows",
+    "pipeline.auto-watermark-interval   | 200",
+    "13 rows",
 ])
 
 
@@ -109,8 +111,9 @@ def test_settings_listing_as_csv_and_json(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().out == (
         "key,value\na,1\nengine,local\nexecution.batch-size,65536\nexecution.buffer-rows,65536\n"
         "execution.buffer-size,1mb\nexecution.buffer-timeout,100\nexecution.channel-credits,4\n"
-        "execution.memory-budget,8gb\nmax_parallelism,128\n"
-        "optimizer.broadcast-threshold-rows,100000\nparallelism.default,1\n")
+        "execution.memory-budget,8gb\nexecution.runtime-mode,batch\nmax_parallelism,128\n"
+        "optimizer.broadcast-threshold-rows,100000\nparallelism.default,1\n"
+        "pipeline.auto-watermark-interval,200\n")
     assert main(["--format", "json", "--set", "a=1", "-c", "SET"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == '{"key":"a","value":"1"}'
 

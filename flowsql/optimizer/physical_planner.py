@@ -5,6 +5,8 @@
   is the residual. Without keys, a nested-loop join. The build side is the input with fewer
   estimated rows (the runtime builds either side for every join kind).
 * ``Limit`` directly over ``Sort`` becomes a top-N.
+* An Aggregate over a window TVF becomes a window aggregate where it can
+  (``plan_window_aggregate``); a window TVF on its own assigns windows row by row.
 * Every node carries ``est_rows`` from the cardinality estimator.
 
 The plan must be decorrelated: a subquery expression left in it is a PlanError.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from flowsql.errors import PlanError
 from flowsql.optimizer.cardinality import CardinalityEstimator, equi_sides
 from flowsql.optimizer.deep import subquery_exprs
+from flowsql.optimizer.plan_window_aggregate import plan_window_aggregate
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Cast, Expr, conjoin, conjuncts, render
 from flowsql.planner.logical import (
@@ -30,6 +33,7 @@ from flowsql.planner.logical import (
     SubqueryAlias,
     Values,
     Window,
+    WindowTableFunction,
 )
 from flowsql.planner.physical import (
     FilterExec,
@@ -45,6 +49,7 @@ from flowsql.planner.physical import (
     TopNExec,
     ValuesExec,
     WindowExec,
+    WindowTableFunctionExec,
 )
 
 
@@ -55,12 +60,13 @@ def to_physical(plan: LogicalPlan, settings: dict[str, str] | None = None,
     if leftover is not None:
         raise PlanError(f"physical planning: subquery '{render(leftover)}' was not "
                         "decorrelated (is decorrelate_subqueries disabled?)")
-    return _Planner(estimator or CardinalityEstimator()).plan(plan)
+    return _Planner(estimator or CardinalityEstimator(), settings or {}).plan(plan)
 
 
 class _Planner:
-    def __init__(self, estimator: CardinalityEstimator) -> None:
+    def __init__(self, estimator: CardinalityEstimator, settings: dict[str, str]) -> None:
         self.estimator = estimator
+        self.settings = settings
 
     def plan(self, node: LogicalPlan) -> PhysicalPlan:
         rows = self.estimator.rows(node)
@@ -75,6 +81,9 @@ class _Planner:
         if isinstance(node, Join):
             return self._join(node, rows)
         if isinstance(node, Aggregate):
+            window = plan_window_aggregate(node, rows, self.settings, self.plan)
+            if window is not None:
+                return window
             return HashAggregateExec(self.plan(node.input), node.group_exprs,
                                      node.group_fields, node.aggs, node.agg_fields, rows)
         if isinstance(node, Window):
@@ -88,7 +97,16 @@ class _Planner:
                              node.fields, rows)
         if isinstance(node, SubqueryAlias):
             return self.plan(node.input)
+        if isinstance(node, WindowTableFunction):
+            return self._window_tvf(node, rows)
         raise PlanError(f"physical planning: no physical operator for {type(node).__name__}")
+
+    def _window_tvf(self, node: WindowTableFunction, rows: float) -> PhysicalPlan:
+        if node.shape.kind == "session":
+            raise PlanError("SESSION windows are supported only under GROUP BY window_start, "
+                            "window_end (a window aggregate)")
+        return WindowTableFunctionExec(self.plan(node.input), node.shape, node.time_column,
+                                       node.window_fields, rows)
 
     def _limit(self, node: Limit, rows: float) -> PhysicalPlan:
         if isinstance(node.input, Sort) and node.limit is not None:

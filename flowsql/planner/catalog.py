@@ -24,13 +24,24 @@ class TableStatistics:
 
 
 @dataclass(frozen=True)
+class WatermarkSpec:
+    """``WATERMARK FOR column AS column - INTERVAL delay``: ``column`` is the table's event-time
+    (rowtime) attribute, ``delay_ms`` the bounded out-of-orderness in milliseconds."""
+
+    column: str
+    delay_ms: int
+
+
+@dataclass(frozen=True)
 class TableEntry:
-    """A table backed by a connector. ``options`` are the DDL's WITH properties."""
+    """A table backed by a connector. ``options`` are the DDL's WITH properties;
+    ``watermark`` is the DDL's WATERMARK clause (None: the table has no event time)."""
 
     name: str
     schema: pa.Schema
     options: dict[str, str] = field(default_factory=dict)
     statistics: TableStatistics = field(default_factory=TableStatistics)
+    watermark: WatermarkSpec | None = None
 
     @property
     def connector(self) -> str:

@@ -30,6 +30,7 @@ from flowsql.planner.logical import (
     SubqueryAlias,
     Values,
     Window,
+    WindowTableFunction,
 )
 from flowsql.planner.physical import (
     ExchangeExec,
@@ -45,7 +46,9 @@ from flowsql.planner.physical import (
     TableScanExec,
     TopNExec,
     ValuesExec,
+    WindowAggregateExec,
     WindowExec,
+    WindowTableFunctionExec,
 )
 from flowsql.planner.schema import Schema
 
@@ -144,6 +147,13 @@ def _logical_line(plan: LogicalPlan) -> str:
         return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
     if isinstance(plan, SubqueryAlias):
         return f"SubqueryAlias {plan.name}"
+    if isinstance(plan, WindowTableFunction):
+        partition = (f" partition_by={_list(render(k) for k in plan.partition_by)}"
+                     if plan.partition_by else "")
+        watermark = (f" watermark={plan.watermark_delay_ms}ms"
+                     if plan.watermark_delay_ms is not None else "")
+        return (f"WindowTableFunction {plan.shape.describe()} "
+                f"time={render(plan.time_column)}{partition}{watermark}")
     return type(plan).__name__
 
 
@@ -189,4 +199,20 @@ def _physical_line(plan: PhysicalPlan) -> str:
     if isinstance(plan, ExchangeExec):
         keys = f" keys={_list(render(k) for k in plan.keys)}" if plan.keys else ""
         return f"Exchange[{plan.kind}]{keys}"
+    if isinstance(plan, WindowTableFunctionExec):
+        return f"WindowTableFunction {plan.shape.describe()} time={render(plan.time_column)}"
+    if isinstance(plan, WindowAggregateExec):
+        return _window_aggregate_line(plan)
     return type(plan).__name__
+
+
+def _window_aggregate_line(plan: WindowAggregateExec) -> str:
+    groups = [s if isinstance(s, str) else render(plan.keys[s]) for s in plan.group_slots]
+    text = (f"WindowAggregate {plan.shape.describe()} time={render(plan.time_column)} "
+            f"groups={_list(groups)} aggs={_named(plan.aggs, plan.agg_fields)}")
+    if plan.predicate is not None:
+        text += f" where={render(plan.predicate)}"
+    if plan.watermark_delay_ms is not None:
+        text += (f" watermark={plan.watermark_delay_ms}ms"
+                 f" interval={plan.watermark_interval_ms}ms")
+    return text

@@ -359,6 +359,80 @@ class SubqueryAlias(LogicalPlan):
         return replace(self, input=inputs[0])
 
 
+WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
+
+
+@dataclass(frozen=True)
+class WindowShape:
+    """The windows of a window TVF, times in milliseconds (Flink's parameters):
+    ``tumble`` size (+offset); ``hop`` slide, size (+offset); ``cumulate`` step, size (the
+    max size, +offset); ``session`` gap. A window is ``[start, end)``."""
+
+    kind: str
+    size: int = 0
+    slide: int = 0
+    step: int = 0
+    gap: int = 0
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in WINDOW_KINDS:
+            raise PlanError(f"unknown window kind {self.kind!r}")
+
+    def describe(self) -> str:
+        """e.g. ``tumble(size=10000ms)``, for EXPLAIN."""
+        names = {"tumble": ("size", "offset"), "hop": ("slide", "size", "offset"),
+                 "cumulate": ("step", "size", "offset"), "session": ("gap",)}[self.kind]
+        parts = [f"{n}={getattr(self, n)}ms" for n in names
+                 if n != "offset" or self.offset]
+        return f"{self.kind}({', '.join(parts)})"
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTableFunction(LogicalPlan):
+    """Flink's window TVFs (``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION``): every input
+    row once per window it belongs to, by the event time ``time_column``, followed by
+    ``window_fields`` = (window_start, window_end, window_time) -- window_time is
+    ``window_end - 1 ms``, the rowtime of a window's results.
+
+    ``partition_by`` are SESSION's keys (sessions are per key). ``watermark_delay_ms`` is
+    the bounded out-of-orderness of the WATERMARK declared on ``time_column`` when the
+    input is the table that declares it (None: no event-time watermark), which streaming
+    execution uses to drop late records.
+    """
+
+    input: LogicalPlan
+    shape: WindowShape
+    time_column: Expr
+    partition_by: tuple[Expr, ...]
+    window_fields: Schema
+    watermark_delay_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.window_fields) != 3:
+            raise PlanError("WindowTableFunction: needs window_start, window_end, window_time")
+        if not pa.types.is_timestamp(self.time_column.dtype):
+            raise PlanError(f"WindowTableFunction: time column '{self.time_column}' is not a "
+                            "timestamp")
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.window_fields)
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalPlan, ...]) -> LogicalPlan:
+        return replace(self, input=inputs[0])
+
+    def expressions(self) -> tuple[Expr, ...]:
+        return (self.time_column, *self.partition_by)
+
+    def with_expressions(self, exprs: tuple[Expr, ...]) -> LogicalPlan:
+        return replace(self, time_column=exprs[0], partition_by=tuple(exprs[1:]))
+
+
 def walk_plan(plan: LogicalPlan):  # type: ignore[no-untyped-def]
     """Pre-order traversal of a plan's nodes."""
     yield plan

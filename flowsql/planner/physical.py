@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import AggCall, Expr, SortKey, WindowCall
+from flowsql.planner.logical import WindowShape
 from flowsql.planner.schema import Field, Schema
 
 
@@ -254,6 +255,62 @@ class SetOpExec(PhysicalPlan):
 
     def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
         return replace(self, left=inputs[0], right=inputs[1])
+
+
+@dataclass(frozen=True, eq=False)
+class WindowTableFunctionExec(_Unary):
+    """A window TVF on its own: each input row once per (fixed) window it belongs to, with
+    ``window_fields`` (window_start, window_end, window_time) appended. Stateless and
+    row-order preserving; SESSION needs the aggregate form (WindowAggregateExec)."""
+
+    input: PhysicalPlan
+    shape: WindowShape
+    time_column: Expr
+    window_fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.window_fields)
+
+
+#: ``WindowAggregateExec.group_slots`` entries naming the window bounds
+WINDOW_START = "window_start"
+WINDOW_END = "window_end"
+
+
+@dataclass(frozen=True, eq=False)
+class WindowAggregateExec(_Unary):
+    """GROUP BY window_start, window_end, keys over a window TVF, by event time (Flink's
+    window aggregate): each window emits its rows once, when the watermark passes its end
+    (at end of input for bounded input), and records arriving after their windows fired
+    are dropped as late.
+
+    ``time_column``, ``keys`` and the arguments of ``aggs`` are expressions over the TVF's
+    *input*; ``group_slots[i]`` says where group field ``i`` comes from: WINDOW_START,
+    WINDOW_END, or an index into ``keys``. Output: group fields then agg fields, like the
+    Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
+    rows *after* they have advanced the watermark, as a filter above Flink's source does. ``watermark_delay_ms`` (None: no watermark; every window fires
+    at end of input) turns on per-record watermarks generated from ``time_column`` in
+    input order, emitted every ``watermark_interval_ms`` (0: after every record).
+    """
+
+    input: PhysicalPlan
+    shape: WindowShape
+    time_column: Expr
+    keys: tuple[Expr, ...]
+    group_slots: tuple[int | str, ...]
+    group_fields: Schema
+    aggs: tuple[AggCall, ...]
+    agg_fields: Schema
+    est_rows: float
+    predicate: Expr | None = None
+    watermark_delay_ms: int | None = None
+    watermark_interval_ms: int = 0
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.group_fields, *self.agg_fields)
 
 
 EXCHANGE_KINDS = ("hash", "broadcast", "rebalance", "gather", "forward")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from flowsql.errors import ExecutionError
 from flowsql.planner import physical as P
 from flowsql.runtime.operator import Operator
+from flowsql.runtime.operators.datagen_scan import DatagenScanOperator
 from flowsql.runtime.operators.filter import FilterOperator
 from flowsql.runtime.operators.hash_aggregate import HashAggregateOperator
 from flowsql.runtime.operators.hash_join import HashJoinOperator
@@ -22,11 +23,21 @@ from flowsql.runtime.operators.sort import SortOperator
 from flowsql.runtime.operators.top_n import TopNOperator
 from flowsql.runtime.operators.values import ValuesOperator
 from flowsql.runtime.operators.window import WindowOperator
+from flowsql.runtime.operators.window_aggregate_exec import WindowAggregateExecOperator
+from flowsql.runtime.operators.window_table_function import WindowTableFunctionOperator
 
 Factory = Callable[[P.PhysicalPlan], Operator]
 
+
+def _scan(node: P.TableScanExec) -> Operator:
+    """A scan reads through its table's connector."""
+    if node.table.connector == "datagen":
+        return DatagenScanOperator(node)
+    return ScanOperator(node)
+
+
 OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
-    P.TableScanExec: ScanOperator,  # type: ignore[dict-item]
+    P.TableScanExec: _scan,  # type: ignore[dict-item]
     P.ValuesExec: ValuesOperator,  # type: ignore[dict-item]
     P.FilterExec: FilterOperator,  # type: ignore[dict-item]
     P.ProjectExec: ProjectOperator,  # type: ignore[dict-item]
@@ -38,6 +49,8 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.TopNExec: TopNOperator,  # type: ignore[dict-item]
     P.LimitExec: LimitOperator,  # type: ignore[dict-item]
     P.SetOpExec: SetOpOperator,  # type: ignore[dict-item]
+    P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
+    P.WindowAggregateExec: WindowAggregateExecOperator,  # type: ignore[dict-item]
 }
 
 # What distinguishes one node of a type from another in an error message.
@@ -46,6 +59,8 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.HashJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     P.NestedLoopJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     P.SetOpExec: lambda n: f"{n.kind}{' all' if n.all else ''}",  # type: ignore[attr-defined]
+    P.WindowTableFunctionExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
+    P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
 }
 
 

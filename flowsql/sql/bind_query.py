@@ -46,6 +46,7 @@ from flowsql.planner.logical import (
 )
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
+from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import CteDef, Relation, Scope
@@ -460,7 +461,11 @@ class QueryBinder:
         alias_node = node.args.get("alias")
         alias = alias_node.name if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None else []
-        if isinstance(node, exp.Table):
+        tvf = window_tvf_call(node) if isinstance(node, exp.Table) else None
+        if tvf is not None:
+            plan, default_names = bind_window_tvf(tvf, scope, self._bind_table_expr, self.error)
+            qualifier = alias
+        elif isinstance(node, exp.Table):
             if isinstance(node.this, exp.Anonymous | exp.Func):
                 raise self.error(f"table function '{node.this.sql()}' is not supported", node)
             plan, default_names = self._bind_named_table(node, scope)

@@ -1,12 +1,75 @@
-"""The ``flowsql`` sqlglot dialect: ANSI SQL plus the Flink SQL DDL forms.
+"""The ``flowsql`` sqlglot dialect: ANSI SQL plus the Flink SQL streaming forms.
 
 The default sqlglot grammar already reads ``CREATE TABLE ... WITH ('k' = 'v')`` as table
-properties; this dialect is the single place where flowsql-specific syntax is added.
+properties; this dialect is the single place where flowsql-specific syntax is added:
+
+* ``WATERMARK FOR col AS expr`` inside CREATE TABLE's column list (parsed to sqlglot's
+  ``WatermarkColumnConstraint``, as the RisingWave dialect does);
+* the window table functions ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with Flink's
+  argument forms ``TABLE t [PARTITION BY k, ...]`` and ``DESCRIPTOR(col)``, parsed to
+  :class:`WindowTVF` (the generic function-argument grammar reads neither).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.generator import Generator as BaseGenerator
+from sqlglot.parsers.base import BaseParser
+from sqlglot.tokens import TokenType
+
+WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+
+
+class WindowTVF(exp.Expression):
+    """``KIND(TABLE table [PARTITION BY partition_by], DESCRIPTOR(descriptor), *expressions)``.
+
+    ``this`` is the upper-case function name; ``expressions`` the remaining arguments
+    (intervals) as written. Validation of counts and types belongs to the binder, which
+    can point at the offending argument.
+    """
+
+    arg_types = {"this": True, "table": True, "partition_by": False, "descriptor": False,
+                 "expressions": False}
+
+
+def _parse_window_tvf(self: Any, kind: str) -> WindowTVF:
+    """Called after ``KIND(`` has been consumed; the caller matches the ``)``."""
+    if not self._match(TokenType.TABLE):
+        self.raise_error(f"{kind} expects TABLE <name> as its first argument")
+    table = self._parse_table_parts()
+    partition_by = None
+    if self._match(TokenType.PARTITION_BY):
+        # Flink: one key bare, several in parentheses
+        partition_by = (self._parse_wrapped_csv(self._parse_column)
+                        if self._match(TokenType.L_PAREN, advance=False)
+                        else [self._parse_column()])
+    descriptor = None
+    arguments: list[exp.Expression] = []
+    while self._match(TokenType.COMMA):
+        argument = self._parse_disjunction()
+        if descriptor is None and isinstance(argument, exp.Anonymous) \
+                and argument.name.upper() == "DESCRIPTOR":
+            descriptor = argument
+        else:
+            arguments.append(argument)
+    return self.expression(WindowTVF(this=kind, table=table, partition_by=partition_by,
+                                     descriptor=descriptor, expressions=arguments))
+
+
+def _window_tvf_sql(self: Any, expression: WindowTVF) -> str:
+    table = f"TABLE {self.sql(expression, 'table')}"
+    partition = expression.args.get("partition_by")
+    if partition:
+        keys = ", ".join(self.sql(p) for p in partition)
+        table += f" PARTITION BY ({keys})"
+    args = [table]
+    if expression.args.get("descriptor") is not None:
+        args.append(self.sql(expression, "descriptor"))
+    args.extend(self.sql(a) for a in expression.expressions)
+    return f"{expression.this}({', '.join(args)})"
 
 
 class FlowSQL(Dialect):
@@ -14,6 +77,30 @@ class FlowSQL(Dialect):
 
     # NULLs sort last in both directions unless NULLS FIRST is written (DuckDB's default).
     NULL_ORDERING = "nulls_are_last"
+
+    class Parser(BaseParser):
+        FUNC_TOKENS = {*BaseParser.FUNC_TOKENS, TokenType.SESSION}
+
+        FUNCTION_PARSERS = {
+            **BaseParser.FUNCTION_PARSERS,
+            **{name: (lambda kind: lambda self: _parse_window_tvf(self, kind))(name)
+               for name in WINDOW_TVFS},
+        }
+
+        CONSTRAINT_PARSERS = {
+            **BaseParser.CONSTRAINT_PARSERS,
+            "WATERMARK": lambda self: self.expression(
+                exp.WatermarkColumnConstraint(
+                    this=self._match(TokenType.FOR) and self._parse_column(),
+                    expression=self._match(TokenType.ALIAS) and self._parse_disjunction(),
+                )
+            ),
+        }
+
+        SCHEMA_UNNAMED_CONSTRAINTS = {*BaseParser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
+
+    class Generator(BaseGenerator):
+        TRANSFORMS = {**BaseGenerator.TRANSFORMS, WindowTVF: _window_tvf_sql}
 
 
 DIALECT = "flowsql"

@@ -17,7 +17,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from flowsql.errors import SqlSyntaxError
+from flowsql.planner.catalog import WatermarkSpec
 from flowsql.sql.dialect import DIALECT
+from flowsql.sql.literals import interval_value
+from flowsql.sql.positions import node_position
 from flowsql.sql.sql_types import to_arrow_type
 
 
@@ -59,6 +62,7 @@ class CreateTableStatement(Statement):
     options: dict[str, str] = field(default_factory=dict)
     if_not_exists: bool = False
     replace: bool = False
+    watermark: WatermarkSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -239,9 +243,15 @@ def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement
 def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTableStatement:
     target = ast.this
     columns: tuple[ColumnSpec, ...] | None = None
+    watermark: WatermarkSpec | None = None
     if isinstance(target, exp.Schema):
         specs = []
         for col in target.expressions:
+            if isinstance(col, exp.WatermarkColumnConstraint):
+                if watermark is not None:
+                    raise _syntax_error("a table has at most one WATERMARK", col, text)
+                watermark = _watermark(col, text)
+                continue
             if not isinstance(col, exp.ColumnDef):
                 continue
             not_null = any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
@@ -250,6 +260,8 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
             specs.append(ColumnSpec(col.name, to_arrow_type(col.args["kind"], text),
                                     not not_null))
         columns = tuple(specs)
+        if watermark is not None:
+            _check_rowtime(watermark, columns, target, text)
         target = target.this
     options: dict[str, str] = {}
     props = ast.args.get("properties")
@@ -260,7 +272,51 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
             options[key] = value.name if isinstance(value, exp.Expression) else str(value)
     return CreateTableStatement(text, start, end, name=target.name, columns=columns,
                                 options=options, if_not_exists=bool(ast.args.get("exists")),
-                                replace=bool(ast.args.get("replace")))
+                                replace=bool(ast.args.get("replace")), watermark=watermark)
+
+
+def _syntax_error(message: str, node: exp.Expression, text: str) -> SqlSyntaxError:
+    line, col = node_position(node)
+    return SqlSyntaxError(message, line, col, text)
+
+
+def _watermark(node: exp.WatermarkColumnConstraint, text: str) -> WatermarkSpec:
+    """``WATERMARK FOR ts AS ts [- INTERVAL 'n' unit]``: bounded out-of-orderness, the only
+    watermark strategy supported (Flink's common one)."""
+    column, strategy = node.this, node.expression
+    if not isinstance(column, exp.Column) or strategy is None:
+        raise _syntax_error("expected WATERMARK FOR <column> AS <column> - INTERVAL ...",
+                            node, text)
+    delay = 0
+    if isinstance(strategy, exp.Sub) and isinstance(strategy.expression, exp.Interval):
+        interval = strategy.expression
+        unit = interval.args.get("unit")
+        try:
+            months, days, nanos = interval_value(str(interval.this.name),
+                                                 unit.name if unit is not None else None)
+        except (ValueError, ArithmeticError) as e:
+            raise _syntax_error(f"invalid interval '{interval.sql()}': {e}", strategy,
+                                text) from None
+        if months or nanos % 1_000_000 or days * 86_400_000 + nanos < 0:
+            raise _syntax_error("the watermark delay must be a non-negative day-time "
+                                "interval of whole milliseconds", strategy, text)
+        delay = days * 86_400_000 + nanos // 1_000_000
+        strategy = strategy.this
+    if not (isinstance(strategy, exp.Column) and strategy.name.lower() == column.name.lower()):
+        raise _syntax_error(f"unsupported watermark strategy '{node.expression.sql()}': "
+                            f"expected {column.name} or {column.name} - INTERVAL '...' unit",
+                            node.expression, text)
+    return WatermarkSpec(column.name, delay)
+
+
+def _check_rowtime(watermark: WatermarkSpec, columns: tuple[ColumnSpec, ...],
+                   table: exp.Expression, text: str) -> None:
+    match = [c for c in columns if c.name.lower() == watermark.column.lower()]
+    if not match:
+        raise _syntax_error(f"WATERMARK FOR '{watermark.column}': no such column", table, text)
+    if not pa.types.is_timestamp(match[0].dtype):
+        raise _syntax_error(f"WATERMARK FOR '{watermark.column}': the rowtime column must be "
+                            f"a TIMESTAMP, not {match[0].dtype}", table, text)
 
 
 def parse_statements(text: str) -> list[Statement]:

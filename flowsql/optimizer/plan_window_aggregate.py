@@ -1,0 +1,129 @@
+"""Physical rule ``plan_window_aggregate``: an Aggregate over a window TVF, grouped by the
+TVF's window_start and window_end (plus keys), becomes one WindowAggregateExec -- Flink's
+window aggregate, which emits each window once when the watermark passes its end and
+drops late records.
+
+Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Projects are
+substituted into the expressions above them and filters become the node's ``predicate``;
+afterwards the group keys may use window_start / window_end only as bare columns, the
+aggregate arguments and filters not at all, and every aggregate must be one the window
+operator computes (count, count(*), sum, min, max, avg; no DISTINCT or FILTER). Anything
+else keeps the generic plan (window TVF exec + hash aggregate), which gives the same rows
+over bounded input without dropping late records -- except SESSION windows, which only
+exist as window aggregates here, and need their PARTITION BY keys as the group keys.
+
+``execution.runtime-mode`` = ``streaming`` turns on the table's WATERMARK (per-record
+watermarks at ``pipeline.auto-watermark-interval`` = 0); ``batch`` (the default) fires
+every window at end of input, as Flink's batch mode does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flowsql.errors import PlanError
+from flowsql.planner.expressions import (
+    AggCall,
+    ColumnRef,
+    Expr,
+    column_ids,
+    conjoin,
+    render,
+    replace_columns,
+)
+from flowsql.planner.logical import Aggregate, Filter, LogicalPlan, Project, WindowTableFunction
+from flowsql.planner.physical import (
+    WINDOW_END,
+    WINDOW_START,
+    PhysicalPlan,
+    WindowAggregateExec,
+)
+
+SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
+
+
+def runtime_mode(settings: dict[str, str]) -> str:
+    mode = settings.get("execution.runtime-mode", "batch").strip().lower()
+    if mode not in ("batch", "streaming"):
+        raise PlanError(f"invalid execution.runtime-mode '{mode}' (batch or streaming)")
+    return mode
+
+
+def watermark_interval_ms(settings: dict[str, str]) -> int:
+    """``pipeline.auto-watermark-interval``: milliseconds, optionally written ``200ms``/``1s``."""
+    raw = settings.get("pipeline.auto-watermark-interval", "200").strip().lower()
+    for suffix, factor in (("ms", 1), ("s", 1000), ("", 1)):
+        number = raw[: len(raw) - len(suffix)] if suffix else raw
+        if raw.endswith(suffix) and number.strip().isdigit():
+            return int(number) * factor
+    raise PlanError(f"invalid pipeline.auto-watermark-interval '{raw}' (milliseconds)")
+
+
+def plan_window_aggregate(node: Aggregate, rows: float, settings: dict[str, str],
+                          plan: Callable[[LogicalPlan], PhysicalPlan]) -> PhysicalPlan | None:
+    """The WindowAggregateExec for ``node``, or None when the shape does not match."""
+    exprs: list[Expr] = [*node.group_exprs, *node.aggs]
+    predicates: list[Expr] = []
+    child = node.input
+    while isinstance(child, Project | Filter):
+        if isinstance(child, Project):
+            mapping = {f.cid: e for f, e in zip(child.fields, child.exprs)}
+            exprs = [replace_columns(e, mapping) for e in exprs]
+            predicates = [replace_columns(p, mapping) for p in predicates]
+        else:
+            predicates.append(child.predicate)
+        child = child.input
+    if not isinstance(child, WindowTableFunction):
+        return None
+    tvf = child
+    groups, aggs = exprs[:len(node.group_exprs)], exprs[len(node.group_exprs):]
+    matched = _match(tvf, groups, aggs, predicates)  # type: ignore[arg-type]
+    if matched is None:
+        if tvf.shape.kind == "session":
+            raise PlanError("SESSION windows are supported only as GROUP BY window_start, "
+                            "window_end and the SESSION's PARTITION BY keys, with count, "
+                            "sum, min, max or avg")
+        return None
+    keys, slots = matched
+    delay = None
+    if runtime_mode(settings) == "streaming":
+        if tvf.watermark_delay_ms is None:
+            raise PlanError(f"window aggregate in streaming mode: the time column "
+                            f"'{render(tvf.time_column)}' has no WATERMARK (declare "
+                            "WATERMARK FOR it in CREATE TABLE)")
+        delay = tvf.watermark_delay_ms
+    return WindowAggregateExec(
+        plan(tvf.input), tvf.shape, tvf.time_column, tuple(keys), tuple(slots),
+        node.group_fields, tuple(aggs), node.agg_fields, rows,  # type: ignore[arg-type]
+        predicate=conjoin(predicates), watermark_delay_ms=delay,
+        watermark_interval_ms=watermark_interval_ms(settings))
+
+
+def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
+           predicates: list[Expr]) -> tuple[list[Expr], list[int | str]] | None:
+    """(keys, group slots) when the expressions fit a window aggregate."""
+    start, end, time = (f.cid for f in tvf.window_fields)
+    window_ids = {start, end, time}
+    keys: list[Expr] = []
+    slots: list[int | str] = []
+    for g in groups:
+        if isinstance(g, ColumnRef) and g.cid in (start, end):
+            slots.append(WINDOW_START if g.cid == start else WINDOW_END)
+        elif column_ids(g) & window_ids:
+            return None
+        else:
+            slots.append(len(keys))
+            keys.append(g)
+    if WINDOW_START not in slots or WINDOW_END not in slots:
+        return None
+    if any(a.name not in SUPPORTED_AGGREGATES or a.distinct or a.filter is not None
+           or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
+        return None
+    if any(column_ids(p) & window_ids for p in predicates):
+        return None
+    if tvf.shape.kind == "session":
+        partition = {e.cid for e in tvf.partition_by if isinstance(e, ColumnRef)}
+        key_ids = {k.cid for k in keys if isinstance(k, ColumnRef)}
+        if len(key_ids) != len(keys) or partition != key_ids:
+            return None
+    return keys, slots
