@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import os
 import signal
 import socket
 import subprocess
@@ -188,12 +189,15 @@ class MiniCluster:
 
     def _start_workers(self, count: int, timeout: float) -> None:
         host, port = self._listener.getsockname()[:2]
+        # The workers share this machine's cores instead of each assuming all of them.
+        env = {**os.environ,
+               "FLOWSQL_WORKER_THREADS": str(max(1, (os.cpu_count() or 1) // count))}
         for index in range(count):
             process = subprocess.Popen(
                 [sys.executable, "-m", "flowsql.runtime.cluster.worker",
                  "--coordinator", f"{host}:{port}", "--worker-id", str(index),
                  "--heartbeat", str(self.heartbeat_interval)],
-                stdin=subprocess.DEVNULL)
+                stdin=subprocess.DEVNULL, env=env)
             self.workers.append(_WorkerHandle(index, process))
         deadline = time.monotonic() + timeout
         waiting = count

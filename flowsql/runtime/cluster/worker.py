@@ -165,6 +165,15 @@ class Worker:
             os._exit(2)  # the coordinator is gone: nobody to work for
 
 
+def _share_cores(threads: str | None) -> None:
+    """Arrow's thread pools default to every core; N workers on one machine would then run
+    N x cores threads. The coordinator says how many each worker should use."""
+    if threads:
+        import pyarrow as pa
+
+        pa.set_cpu_count(max(1, int(threads)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="flowsql mini-cluster worker")
     parser.add_argument("--coordinator", required=True, help="HOST:PORT of the coordinator")
@@ -172,6 +181,7 @@ def main() -> None:
     parser.add_argument("--heartbeat", type=float, default=0.5, help="seconds between beats")
     args = parser.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _share_cores(os.environ.get("FLOWSQL_WORKER_THREADS"))
     host, _, port = args.coordinator.rpartition(":")
     try:
         control = socket.create_connection((host, int(port)), timeout=30)
