@@ -6,7 +6,10 @@ a sub-command (``tpch``); stdin when it is not a terminal; otherwise the interac
 Output: every result goes to stdout in ``--format`` (an aligned table, CSV or JSON lines);
 results are printed as each statement completes, so earlier results survive a later error.
 In CSV and JSON modes the messages of DDL and SET go to stderr, keeping stdout machine-readable.
-The interactive shell always shows aligned tables.
+``--format changelog`` prints a query's changes as they happen, one ``op | columns`` line per
+change (``+I``, ``-U``, ``+U``, ``-D``, like Flink's tableau mode); a streaming query over an
+unbounded table is always printed that way (Ctrl-C stops it). ``INSERT INTO`` submits a job
+and the script waits for it (Ctrl-C cancels it). The interactive shell shows aligned tables.
 
 Exit status (the contract scripts rely on):
   0    every statement succeeded
@@ -27,10 +30,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pyarrow as pa
+
 import flowsql
 from flowsql.errors import FlowSQLError
 from flowsql.session import Result, Session
-from flowsql.shell.render import render_csv, render_json, render_result
+from flowsql.shell.render import render_changelog, render_csv, render_json, render_result
 
 __all__ = ["build_parser", "main"]
 
@@ -40,7 +45,7 @@ EXIT_INTERNAL = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "changelog")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -188,6 +193,15 @@ def _run_script(session: Session, text: str, args: argparse.Namespace) -> int:
     separator = "" if args.format == "json" else "\n"
     printed_any = False
     for result in session.run_script(text):
+        if result.kind == "query" and (args.format == "changelog" or result.table is None):
+            if printed_any and separator:
+                sys.stdout.write(separator)
+            _print_changes(result, args.format)
+            printed_any = True
+            continue
+        if result.job is not None:
+            _wait_for_job(result)
+            continue
         output = _format(result, args.format, args.max_rows)
         if output is None:
             continue
@@ -198,6 +212,44 @@ def _run_script(session: Session, text: str, args: argparse.Namespace) -> int:
         sys.stdout.flush()
         printed_any = True
     return EXIT_OK
+
+
+def _print_changes(result: Result, fmt: str) -> None:
+    """Print a query's changes as they happen (a streaming query over an unbounded input
+    never ends: Ctrl-C stops it, and closing the iterator stops the job cleanly)."""
+    changes = result.stream()
+    first = True
+    try:
+        for batch in changes:
+            table = pa.Table.from_batches([batch])
+            if fmt == "csv":
+                text = render_csv(table)
+                text = text if first else text.partition("\n")[2]
+            elif fmt == "json":
+                text = render_json(table)
+            else:
+                text = render_changelog(table, header=first)
+            first = False
+            if text:
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+    finally:
+        close = getattr(changes, "close", None)
+        if close is not None:
+            close()
+
+
+def _wait_for_job(result: Result) -> None:
+    """A script waits for its INSERT jobs (Ctrl-C cancels the job and stops)."""
+    job = result.job
+    print(result.message, file=sys.stderr)
+    try:
+        status = job.wait()
+    except KeyboardInterrupt:
+        job.cancel()
+        job.join(5.0)
+        raise
+    print(f"Job {job.id} {status.lower()}", file=sys.stderr)
 
 
 def _format(result: Result, fmt: str, max_rows: int | None) -> str | None:

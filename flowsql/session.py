@@ -40,8 +40,10 @@ _SETTING_ALIASES = {"engine": "engine", "memory_budget": "execution.memory-budge
 class Result:
     """The outcome of one statement.
 
-    ``kind`` is one of: query, explain, ddl, show, describe, set. Queries, SHOW, DESCRIBE
-    and EXPLAIN carry a table; DDL and SET carry a message.
+    ``kind`` is one of: query, explain, ddl, show, describe, set, job. Queries, SHOW,
+    DESCRIBE and EXPLAIN carry a table; DDL and SET carry a message; ``INSERT INTO``
+    carries the running ``job``. A query in streaming mode also carries its ``changelog``
+    (and no table when its input is unbounded).
     """
 
     kind: str
@@ -49,11 +51,27 @@ class Result:
     message: str | None = None
     plan_text: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    changelog: Any = None
+    job: Any = None
 
     def to_arrow(self) -> pa.Table:
+        """The result rows; in streaming mode, the final rows of the changelog (an error
+        for an unbounded input, which has no final rows)."""
+        if self.table is None and self.changelog is not None:
+            return self.changelog.final()  # type: ignore[no-any-return]
         if self.table is None:
             return pa.table({})
         return self.table
+
+    def stream(self) -> Iterator[pa.RecordBatch]:
+        """The changes of a streaming query as they happen: batches whose first column
+        ``op`` is the row kind (``+I``, ``-U``, ``+U``, ``-D``). Closing the iterator stops
+        the query. In batch mode, the result rows, all ``+I``."""
+        if self.changelog is not None:
+            return iter(self.changelog)
+        if self.kind != "query" or self.table is None:
+            raise FlowSQLError(f"a {self.kind} statement has no stream of changes")
+        return _inserts(self.table)
 
     def to_pandas(self) -> Any:
         return self.to_arrow().to_pandas()
@@ -75,6 +93,13 @@ class Result:
         return f"Result({self.kind}, {self.message!r})"
 
 
+def _inserts(table: pa.Table) -> Iterator[pa.RecordBatch]:
+    for batch in table.to_batches():
+        ops = pa.array(["+I"] * batch.num_rows, pa.string())
+        yield pa.RecordBatch.from_arrays([ops, *batch.columns],
+                                         names=["op", *batch.schema.names])
+
+
 class Session:
     """A catalog, settings, and the machinery to run statements against them."""
 
@@ -84,6 +109,8 @@ class Session:
         #: the parallel runner (and its worker processes), started by the first query that
         #: runs with parallelism > 1 and stopped by ``close``
         self.parallel_runner: Any = None
+        #: jobs submitted by INSERT INTO; cancelled by ``close``
+        self.jobs: list[Any] = []
         for key, value in settings.items():
             self.set(_SETTING_ALIASES.get(key, key.replace("_", ".")), str(value))
 
@@ -114,7 +141,13 @@ class Session:
             yield execute_statement(self, statement, text)
 
     def close(self) -> None:
-        """Release what the session started (worker processes of the parallel runner)."""
+        """Release what the session started: running jobs (cancelled) and the worker
+        processes of the parallel runner."""
+        for job in self.jobs:
+            job.cancel()
+        for job in self.jobs:
+            job.join(5.0)
+        self.jobs.clear()
         if self.parallel_runner is not None:
             self.parallel_runner.close()
             self.parallel_runner = None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import sqlglot
 
-from flowsql.errors import CatalogError, FlowSQLError
+from flowsql.errors import CatalogError, FlowSQLError, PlanError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, ViewEntry
 from flowsql.planner.logical import LogicalPlan
@@ -28,6 +28,7 @@ from flowsql.sql.statements import (
     DescribeStatement,
     DropStatement,
     ExplainStatement,
+    InsertStatement,
     QueryStatement,
     SetStatement,
     ShowTablesStatement,
@@ -44,6 +45,8 @@ __all__ = ["execute_statement", "parse_one_statement", "parse_statements", "plan
 parse_one_statement = parse_one
 
 SUPPORTED_FORMATS = ("parquet", "csv", "json")
+#: connectors a table can only be written to (INSERT INTO)
+SINK_ONLY_CONNECTORS = ("print", "blackhole")
 
 
 def _parse_view(sql: str):  # type: ignore[no-untyped-def]
@@ -54,18 +57,45 @@ def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -
     return QueryBinder(session.catalog, statement.text, _parse_view).bind(statement.ast)
 
 
+def streaming_mode(session: Session) -> bool:
+    """Whether queries run as streams (``execution.runtime-mode`` = ``streaming``)."""
+    from flowsql.optimizer.plan_window_aggregate import runtime_mode
+
+    if runtime_mode(session.settings) != "streaming":
+        return False
+    if session.settings.get("engine") == "spark":
+        raise PlanError("the spark engine runs bounded queries in batch mode only; SET "
+                        "'execution.runtime-mode' = 'batch' or use the local engine")
+    return True
+
+
 def plan_query(session: Session, statement: QueryStatement | ExplainStatement):  # type: ignore[no-untyped-def]
     """Bind, optimize and physically plan a query: (logical, optimized, physical)."""
+    logical, optimized, physical, _ = plan_statement(session, statement)
+    return logical, optimized, physical
+
+
+def plan_statement(session: Session, statement: QueryStatement | ExplainStatement,
+                   sink: Callable[[PhysicalPlan], PhysicalPlan] | None = None):  # type: ignore[no-untyped-def]
+    """(logical, optimized, physical, stream info or None in batch mode); ``sink`` wraps
+    the physical plan (INSERT INTO) before the streaming pass."""
     from flowsql.optimizer import optimize, to_physical
 
     logical = bind_query(session, statement)
     optimized = optimize(logical, session.settings)
     physical = to_physical(optimized.plan, session.settings, optimized.context.estimator)
+    if sink is not None:
+        physical = sink(physical)
+    if streaming_mode(session):
+        from flowsql.optimizer.streaming import to_streaming
+
+        physical, info = to_streaming(physical, session.settings)
+        return logical, optimized, physical, info
     if session.settings.get("engine") != "spark":
         from flowsql.optimizer.distribution import enforce_distribution
 
         physical = enforce_distribution(physical, session.settings)
-    return logical, optimized, physical
+    return logical, optimized, physical, None
 
 
 def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
@@ -110,13 +140,95 @@ def _run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
 def _query(session: Session, statement: QueryStatement) -> Result:
     from flowsql.session import Result
 
-    logical, optimized, physical = plan_query(session, statement)
+    logical, optimized, physical, info = plan_statement(session, statement)
+    if info is not None:
+        return _stream_query(session, physical, info,
+                             explain_text(logical, optimized, physical))
     started = time.perf_counter()
     table = _run_physical(session, physical)
     elapsed = time.perf_counter() - started
     return Result("query", table=table,
                   plan_text=explain_text(logical, optimized, physical),
                   metrics={"seconds": elapsed})
+
+
+def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text: str
+                  ) -> Result:
+    """A SELECT in streaming mode: a changelog. Over bounded input it runs to the end now
+    (so ``to_arrow`` has the final rows and ``stream`` replays the changelog); over an
+    unbounded input it starts when ``Result.stream()`` is iterated."""
+    from flowsql.planner.schema import to_arrow_schema
+    from flowsql.runtime.streaming.executor import StreamingRun
+    from flowsql.runtime.streaming.job import ChangelogStream
+    from flowsql.session import Result
+
+    settings = dict(session.settings)
+    stream = ChangelogStream(lambda: StreamingRun(physical, settings),
+                             to_arrow_schema(physical.schema), info.bounded)
+    if not info.bounded:
+        return Result("query", plan_text=plan_text, changelog=stream)
+    started = time.perf_counter()
+    table = stream.record()
+    return Result("query", table=table, plan_text=plan_text, changelog=stream,
+                  metrics={"seconds": time.perf_counter() - started})
+
+
+def _insert(session: Session, statement: InsertStatement) -> Result:
+    """``INSERT INTO table query``: submits a job and returns its handle at once."""
+    from flowsql.runtime.streaming.executor import StreamingRun
+    from flowsql.runtime.streaming.job import BoundedRun, Job
+    from flowsql.session import Result
+
+    entry = session.catalog.get(statement.table)
+    if not isinstance(entry, TableEntry):
+        problem = "is a view" if entry is not None else "does not exist"
+        raise CatalogError(f"INSERT INTO {statement.table}: table '{statement.table}' "
+                           f"{problem}")
+    query = QueryStatement(statement.text, statement.start, statement.end, ast=statement.ast)
+    logical, optimized, physical, info = plan_statement(
+        session, query, sink=lambda plan: sink_plan(plan, entry, statement.columns))
+    if info is not None:
+        run: Any = StreamingRun(physical, dict(session.settings))
+    else:
+        run = BoundedRun(physical, dict(session.settings))
+    job = Job(f"INSERT INTO {entry.name}", run)
+    session.jobs.append(job)
+    return Result("job", message=f"Job {job.id} submitted: INSERT INTO {entry.name}",
+                  plan_text=explain_text(logical, optimized, physical), job=job)
+
+
+def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | None
+              ) -> PhysicalPlan:
+    """``plan`` cast to ``table``'s columns (all, or the named ones with NULL for the
+    rest) and written by a SinkExec."""
+    from flowsql.planner.expressions import Cast, Expr, Literal
+    from flowsql.planner.physical import ProjectExec
+    from flowsql.planner.physical_streaming import SinkExec
+    from flowsql.planner.schema import Field
+
+    names = [f.name for f in table.schema]
+    targets = list(columns) if columns is not None else names
+    lowered = {n.lower(): n for n in names}
+    unknown = [c for c in targets if c.lower() not in lowered]
+    if unknown:
+        raise CatalogError(f"INSERT INTO {table.name}: no column {unknown[0]} (columns: "
+                           f"{', '.join(names)})")
+    if len(targets) != len(plan.schema):
+        raise PlanError(f"INSERT INTO {table.name}: the query has {len(plan.schema)} "
+                        f"columns, the target {len(targets)} ({', '.join(targets)})")
+    by_target = {lowered[c.lower()]: f for c, f in zip(targets, plan.schema)}
+    exprs: list[Expr] = []
+    for field in table.schema:
+        source = by_target.get(field.name)
+        if source is None:
+            exprs.append(Literal(None, field.type))
+        elif source.dtype.equals(field.type):
+            exprs.append(source.ref())
+        else:
+            exprs.append(Cast(source.ref(), field.type))
+    fields = tuple(Field.fresh(f.name, f.type) for f in table.schema)
+    project = ProjectExec(plan, tuple(exprs), fields, plan.est_rows)
+    return SinkExec(project, table, plan.est_rows)
 
 
 def _explain(session: Session, statement: ExplainStatement) -> Result:
@@ -141,9 +253,15 @@ def _create_table(session: Session, statement: CreateTableStatement) -> Result:
         entry = _filesystem_table(statement, options)
     elif connector == "datagen":
         entry = _datagen_table(statement, options)
+    elif connector in SINK_ONLY_CONNECTORS:
+        schema = _declared_schema(statement)
+        if schema is None:
+            raise CatalogError(f"table '{statement.name}': the {connector} connector needs a "
+                               "column list")
+        entry = TableEntry(statement.name, schema, options, watermark=statement.watermark)
     else:
         raise CatalogError(f"unknown connector '{connector}' for table '{statement.name}' "
-                           "(supported: filesystem, datagen)")
+                           "(supported: filesystem, datagen, print, blackhole)")
     session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
     return Result("ddl", message=f"Table '{statement.name}' created")
 
@@ -257,6 +375,7 @@ def _set(session: Session, statement: SetStatement) -> Result:
 
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     QueryStatement: _query,
+    InsertStatement: _insert,
     ExplainStatement: _explain,
     CreateTableStatement: _create_table,
     CreateViewStatement: _create_view,

@@ -12,9 +12,9 @@ else keeps the generic plan (window TVF exec + hash aggregate), which gives the 
 over bounded input without dropping late records -- except SESSION windows, which only
 exist as window aggregates here, and need their PARTITION BY keys as the group keys.
 
-``execution.runtime-mode`` = ``streaming`` turns on the table's WATERMARK (per-record
-watermarks at ``pipeline.auto-watermark-interval`` = 0); ``batch`` (the default) fires
-every window at end of input, as Flink's batch mode does.
+In ``execution.runtime-mode`` = ``streaming`` the watermarks come from the table's
+WATERMARK through the streaming pass (``optimizer/streaming``); in ``batch`` (the default)
+every window fires at end of input, as in Flink's batch mode.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from flowsql.planner.expressions import (
     Expr,
     column_ids,
     conjoin,
-    render,
     replace_columns,
 )
 from flowsql.planner.logical import Aggregate, Filter, LogicalPlan, Project, WindowTableFunction
@@ -85,17 +84,12 @@ def plan_window_aggregate(node: Aggregate, rows: float, settings: dict[str, str]
                             "sum, min, max or avg")
         return None
     keys, slots = matched
-    delay = None
-    if runtime_mode(settings) == "streaming":
-        if tvf.watermark_delay_ms is None:
-            raise PlanError(f"window aggregate in streaming mode: the time column "
-                            f"'{render(tvf.time_column)}' has no WATERMARK (declare "
-                            "WATERMARK FOR it in CREATE TABLE)")
-        delay = tvf.watermark_delay_ms
+    # in streaming mode the watermarks come from the source (the streaming pass adds a
+    # WatermarkAssignerExec and checks that the time column is a rowtime attribute)
     return WindowAggregateExec(
         plan(tvf.input), tvf.shape, tvf.time_column, tuple(keys), tuple(slots),
         node.group_fields, tuple(aggs), node.agg_fields, rows,  # type: ignore[arg-type]
-        predicate=conjoin(predicates), watermark_delay_ms=delay,
+        predicate=conjoin(predicates), watermark_delay_ms=None,
         watermark_interval_ms=watermark_interval_ms(settings))
 
 

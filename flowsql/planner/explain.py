@@ -50,6 +50,15 @@ from flowsql.planner.physical import (
     WindowExec,
     WindowTableFunctionExec,
 )
+from flowsql.planner.physical_streaming import (
+    GroupAggregateExec,
+    IntervalJoinExec,
+    OverAggregateExec,
+    RankExec,
+    SinkExec,
+    StreamJoinExec,
+    WatermarkAssignerExec,
+)
 from flowsql.planner.schema import Schema
 
 INDENT = "  "
@@ -203,7 +212,44 @@ def _physical_line(plan: PhysicalPlan) -> str:
         return f"WindowTableFunction {plan.shape.describe()} time={render(plan.time_column)}"
     if isinstance(plan, WindowAggregateExec):
         return _window_aggregate_line(plan)
-    return type(plan).__name__
+    streaming = _streaming_line(plan)
+    return streaming if streaming is not None else type(plan).__name__
+
+
+def _streaming_line(plan: PhysicalPlan) -> str | None:
+    """Lines of the nodes only streaming plans have (``physical_streaming``)."""
+    if isinstance(plan, WatermarkAssignerExec):
+        return (f"WatermarkAssigner {render(plan.time_column)} - {plan.delay_ms}ms "
+                f"interval={plan.interval_ms}ms")
+    if isinstance(plan, GroupAggregateExec):
+        return (f"GroupAggregate[changelog] groups={_named(plan.group_exprs, plan.group_fields)} "
+                f"aggs={_named(plan.aggs, plan.agg_fields)}")
+    if isinstance(plan, StreamJoinExec | IntervalJoinExec):
+        keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
+        residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
+        if isinstance(plan, StreamJoinExec):
+            mode = "updating" if plan.updating else "insert-only"
+            return f"StreamJoin[{plan.kind}, {mode}] keys={keys}{residual}"
+        return (f"IntervalJoin[{plan.kind}] keys={keys} {render(plan.right_time)} BETWEEN "
+                f"{render(plan.left_time)} + {plan.lower_ms}ms AND "
+                f"{render(plan.left_time)} + {plan.upper_ms}ms{residual}")
+    if isinstance(plan, OverAggregateExec):
+        preceding = "unbounded" if plan.preceding is None else str(plan.preceding)
+        partition = _list(render(k) for k in plan.partition_keys)
+        return (f"OverAggregate partition={partition} order={render(plan.time_column)} "
+                f"{plan.frame} preceding={preceding} aggs={_named(plan.aggs, plan.fields)}")
+    if isinstance(plan, RankExec):
+        kind = ("WindowRank" if plan.window is not None
+                else "Deduplicate" if plan.time_attribute is not None else "Rank")
+        partition = _list(render(k) for k in plan.partition_keys)
+        window = (f" window=({render(plan.window[0])}, {render(plan.window[1])})"
+                  if plan.window is not None else "")
+        rank = f" rank={plan.rank_field.name}" if plan.rank_field is not None else ""
+        return (f"{kind} partition={partition}{window} order={_keys(plan.order)} "
+                f"range=[{plan.lower}, {plan.upper}]{rank}")
+    if isinstance(plan, SinkExec):
+        return f"Sink {plan.table.name} ({plan.table.connector})"
+    return None
 
 
 def _window_aggregate_line(plan: WindowAggregateExec) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import physical as P
+from flowsql.planner import physical_streaming as S
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.operators.datagen_scan import DatagenScanOperator
 from flowsql.runtime.operators.filter import FilterOperator
@@ -31,10 +32,31 @@ Factory = Callable[[P.PhysicalPlan], Operator]
 
 def _scan(node: P.TableScanExec) -> Operator:
     """A scan reads through its table's connector."""
-    if node.table.connector == "datagen":
+    connector = node.table.connector
+    if connector == "datagen":
         return DatagenScanOperator(node)
+    if connector in ("print", "blackhole"):
+        raise ExecutionError(f"table '{node.table.name}' ({connector} connector) can only be "
+                             "written to (INSERT INTO), not read")
+    if "source.monitor-interval" in node.table.options:
+        return _lazy(f"{_OPS}.watched_scan", "WatchedScanOperator")(node)
     return ScanOperator(node)
 
+
+def _lazy(module: str, name: str) -> Factory:
+    """A factory importing its operator on first use: streaming operators stay out of the
+    import cost of batch queries."""
+
+    def factory(node: P.PhysicalPlan) -> Operator:
+        import importlib
+
+        operator_class = getattr(importlib.import_module(module), name)
+        return operator_class(node)  # type: ignore[no-any-return]
+
+    return factory
+
+
+_OPS = "flowsql.runtime.operators"
 
 OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.TableScanExec: _scan,  # type: ignore[dict-item]
@@ -51,6 +73,13 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.SetOpExec: SetOpOperator,  # type: ignore[dict-item]
     P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
     P.WindowAggregateExec: WindowAggregateExecOperator,  # type: ignore[dict-item]
+    S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark_assigner", "WatermarkAssignerOperator"),
+    S.GroupAggregateExec: _lazy(f"{_OPS}.group_aggregate", "GroupAggregateOperator"),
+    S.RankExec: _lazy(f"{_OPS}.rank", "RankOperator"),
+    S.StreamJoinExec: _lazy(f"{_OPS}.stream_join", "StreamJoinOperator"),
+    S.IntervalJoinExec: _lazy(f"{_OPS}.interval_join", "IntervalJoinOperator"),
+    S.OverAggregateExec: _lazy(f"{_OPS}.over_aggregate", "OverAggregateOperator"),
+    S.SinkExec: _lazy(f"{_OPS}.sink", "SinkOperator"),
 }
 
 # What distinguishes one node of a type from another in an error message.
@@ -61,6 +90,9 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.SetOpExec: lambda n: f"{n.kind}{' all' if n.all else ''}",  # type: ignore[attr-defined]
     P.WindowTableFunctionExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
+    S.StreamJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
+    S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
+    S.SinkExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
 }
 
 

@@ -110,6 +110,17 @@ def render_csv(table: pa.Table) -> str:
     return "\n".join([header, *rows.to_pylist()])
 
 
+def render_changelog(table: pa.Table | pa.RecordBatch, header: bool) -> str:
+    """Changelog rows (first column ``op``) as ``op | col | ...`` lines, like Flink's
+    tableau output; with ``header`` the column names come first."""
+    lines = [" | ".join(table.schema.names)] if header else []
+    if table.num_rows:
+        texts = [_display_escape(_plain_text(c)).fill_null(NULL_TEXT) for c in table.columns]
+        rows = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, " | ")
+        lines.extend(rows.to_pylist())
+    return "\n".join(lines)
+
+
 def render_json(table: pa.Table) -> str:
     """One JSON object per row, one row per line (JSON lines)."""
     if table.num_rows == 0:

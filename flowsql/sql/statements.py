@@ -92,6 +92,15 @@ class DescribeStatement(Statement):
 
 
 @dataclass(frozen=True)
+class InsertStatement(Statement):
+    """``INSERT INTO table [(columns)] query``: ``ast`` is the query."""
+
+    table: str = ""
+    columns: tuple[str, ...] | None = None
+    ast: exp.Expression = field(default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
 class SetStatement(Statement):
     """``SET 'k' = 'v'``; key None lists all settings; ``reset`` restores the default."""
 
@@ -234,6 +243,17 @@ def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement
         return DescribeStatement(text, start, end, name=ast.this.name)
     if isinstance(ast, exp.Query | exp.Values):
         return QueryStatement(text, start, end, ast=ast)
+    if isinstance(ast, exp.Insert) and isinstance(ast.expression, exp.Query | exp.Values):
+        target = ast.this
+        names: tuple[str, ...] | None = None
+        if isinstance(target, exp.Schema):
+            names = tuple(c.name for c in target.expressions)
+            target = target.this
+        if ast.args.get("overwrite"):
+            raise _syntax_error("INSERT OVERWRITE is not supported; use INSERT INTO",
+                                ast, text)
+        return InsertStatement(text, start, end, table=target.name, columns=names,
+                               ast=ast.expression)  # type: ignore[arg-type]
     line = text.count("\n", 0, start) + 1
     col = start - (text.rfind("\n", 0, start) + 1) + 1
     raise SqlSyntaxError(f"unsupported statement: {text[start:end].split()[0].upper()}",

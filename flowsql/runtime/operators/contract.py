@@ -31,3 +31,21 @@ class Limiting(Operator):
     """An operator that may stop wanting input before its input ends."""
 
     satisfied: bool = False
+
+
+class PolledSource(Source):
+    """A source that may have nothing to give yet (an unbounded one: a watched directory,
+    a throttled generator). The streaming runner calls ``poll`` instead of iterating
+    ``produce``, so one idle source never blocks the others of the same job.
+
+    ``poll`` returns the batches available now (possibly none) without waiting longer than
+    ``max_wait_s``, or None once the source has ended for good (bounded sources only).
+    ``produce`` (what the batch runner uses) polls until the end.
+    """
+
+    def poll(self, max_wait_s: float) -> list[pa.RecordBatch] | None:
+        raise NotImplementedError
+
+    def produce(self) -> Iterator[pa.RecordBatch]:
+        while (batches := self.poll(0.05)) is not None:
+            yield from batches

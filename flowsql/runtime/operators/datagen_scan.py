@@ -1,8 +1,8 @@
 """Table scan of a ``datagen`` table: the generated rows, narrowed to the scanned columns
 and filtered by the pushed-down predicates (the generator itself knows neither).
 
-The single-process runtime runs only bounded datagen tables (``number-of-rows`` or
-sequence fields): an unbounded one would never finish a query.
+An unbounded datagen table (neither ``number-of-rows`` nor sequence fields) runs only in
+streaming mode: a batch query over it would never finish.
 """
 
 from __future__ import annotations
@@ -25,15 +25,17 @@ class DatagenScanOperator(Source):
     def __init__(self, node: TableScanExec) -> None:
         self.node = node
         table = DatagenTable(node.table.schema, node.table.options)
-        if table.total_rows is None:
-            raise ExecutionError(f"datagen table '{node.table.name}' is unbounded; set "
-                                 "'number-of-rows' (or sequence fields) to query it")
         self._source = DatagenSource(table)
         names = table.schema.names
         self._positions = [names.index(f.name) for f in node.fields]
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
+        mode = context.settings.get("execution.runtime-mode", "batch").strip().lower()
+        if self._source.table.total_rows is None and mode != "streaming":
+            raise ExecutionError(f"datagen table '{self.node.table.name}' is unbounded; set "
+                                 "'number-of-rows' (or sequence fields) to query it in batch "
+                                 "mode, or SET 'execution.runtime-mode' = 'streaming'")
         self._source.open(context)
 
     def produce(self) -> Iterator[pa.RecordBatch]:

@@ -1,4 +1,8 @@
-"""Project: compute one expression per output field over each batch."""
+"""Project: compute one expression per output field over each batch.
+
+Row kinds of an updating stream (``runtime.changelog``) pass through: they are data of
+the row, not of any expression.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from flowsql.planner.physical import ProjectExec
+from flowsql.runtime.changelog import is_updating, with_row_kinds
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.batches import make_batch
@@ -23,7 +28,11 @@ class ProjectOperator(Operator):
         super().open(context)
         schema = self.node.input.schema
         self._exprs = [compile_expr(e, schema) for e in self.node.exprs]
+        self._width = len(schema)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         arrays = [fn(batch) for fn in self._exprs]
-        return (make_batch(arrays, self.node.fields, batch.num_rows),)
+        out = make_batch(arrays, self.node.fields, batch.num_rows)
+        if is_updating(batch, self._width):
+            out = with_row_kinds(out, batch.column(self._width))
+        return (out,)

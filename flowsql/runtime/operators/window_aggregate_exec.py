@@ -101,6 +101,10 @@ class WindowAggregateExecOperator(Operator):
             out.extend(self._inner.process_watermark(emit))
         return [self._reshape(b) for b in out]
 
+    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
+        """Watermarks from upstream (streaming plans generate them at the source)."""
+        return [self._reshape(b) for b in self._inner.process_watermark(watermark)]
+
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
         return [self._reshape(b) for b in self._inner.end_input(0)]
 

@@ -1,0 +1,387 @@
+"""The streaming planning pass: a batch physical plan -> the plan a stream can run.
+
+One bottom-up pass (``to_streaming``). Every node learns what its inputs deliver as
+:class:`StreamInfo` -- the changelog mode (insert-only or updating), which columns are
+rowtime attributes, which column pairs are a window's start and end, and whether the input
+ever ends -- and is replaced by its streaming algorithm where the batch one would wait for
+the end of its input:
+
+* scans of a table with a WATERMARK get a ``WatermarkAssignerExec`` (its column is then a
+  rowtime attribute, kept by filters and by projections that pass it through unchanged);
+* an aggregate becomes a changelog ``GroupAggregateExec`` (updating);
+* a join of two rowtime inputs whose condition bounds one rowtime by the other becomes an
+  ``IntervalJoinExec``; any other inner/outer join a ``StreamJoinExec`` (updating when an
+  input is updating or the join is outer);
+* ``ROW_NUMBER() OVER (...)`` filtered to a range becomes a ``RankExec``: deduplication when
+  ordered by a time attribute and kept to rank 1, a window Top-N when partitioned by a
+  window's start and end, Top-N otherwise; ``ORDER BY .. LIMIT n`` is a global Top-N;
+* aggregates OVER (ORDER BY rowtime ROWS|RANGE .. PRECEDING) become ``OverAggregateExec``.
+
+Operators that need an insert-only input (window aggregates, interval joins, OVER, Top-N,
+LIMIT, filesystem sinks) reject an updating one, naming the node that made it updating;
+constructs without a streaming algorithm (a plain ORDER BY, semi/anti joins, UNION
+without ALL, ...) are rejected with what to write instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from flowsql.errors import PlanError
+from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
+from flowsql.planner.expressions import AggCall, ColumnRef, Expr, WindowCall, column_ids
+from flowsql.planner.physical import (
+    ExchangeExec,
+    FilterExec,
+    HashAggregateExec,
+    HashJoinExec,
+    LimitExec,
+    NestedLoopJoinExec,
+    PhysicalPlan,
+    ProjectExec,
+    SetOpExec,
+    SortExec,
+    TableScanExec,
+    TopNExec,
+    ValuesExec,
+    WindowAggregateExec,
+    WindowExec,
+    WindowTableFunctionExec,
+)
+from flowsql.planner.physical_streaming import (
+    INSERT_ONLY,
+    UPDATING,
+    GroupAggregateExec,
+    IntervalJoinExec,
+    OverAggregateExec,
+    RankExec,
+    SinkExec,
+    StreamJoinExec,
+    WatermarkAssignerExec,
+)
+
+#: aggregates the changelog group aggregate computes
+GROUP_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
+_OVER_AGGREGATES = GROUP_AGGREGATES
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What a node's output is, as a stream."""
+
+    mode: str
+    #: the node that made the stream updating (for error messages)
+    updated_by: str | None
+    rowtimes: frozenset[int]
+    #: (window_start cid, window_end cid) of windows whose bounds are columns here
+    windows: tuple[tuple[int, int], ...]
+    bounded: bool
+
+
+def to_streaming(plan: PhysicalPlan, settings: dict[str, str]
+                 ) -> tuple[PhysicalPlan, StreamInfo]:
+    """The streaming form of ``plan`` (see the module docstring) and what its root
+    delivers."""
+    return _Planner(settings).convert(plan)
+
+def is_bounded_table(options: dict[str, str], total_rows: int | None) -> bool:
+    """Whether a table's source ends: a watched directory or a datagen table without a row
+    limit does not."""
+    connector = options.get("connector", "filesystem")
+    if connector == "filesystem":
+        return "source.monitor-interval" not in options
+    if connector == "datagen":
+        return total_rows is not None
+    return True
+
+
+class _Planner:
+    def __init__(self, settings: dict[str, str]) -> None:
+        from flowsql.optimizer.plan_window_aggregate import watermark_interval_ms
+
+        self.interval = watermark_interval_ms(settings)
+
+    def convert(self, node: PhysicalPlan) -> tuple[PhysicalPlan, StreamInfo]:
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            raise PlanError(f"{_name(node)} is not supported in streaming mode")
+        return handler(self, node)
+
+    def _inputs(self, node: PhysicalPlan) -> tuple[list[PhysicalPlan], list[StreamInfo]]:
+        converted = [self.convert(child) for child in node.inputs]
+        return [c[0] for c in converted], [c[1] for c in converted]
+
+    # -- leaves ---------------------------------------------------------------------------
+    def scan(self, node: TableScanExec) -> tuple[PhysicalPlan, StreamInfo]:
+        table = node.table
+        bounded = is_bounded_table(table.options, table.statistics.row_count)
+        info = StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
+        spec = table.watermark
+        column = next((f for f in node.fields if spec and f.name.lower() == spec.column.lower()),
+                      None)
+        if spec is None or column is None:
+            return node, info
+        assigner = WatermarkAssignerExec(node, column.ref(), spec.delay_ms, self.interval,
+                                         node.est_rows)
+        return assigner, replace(info, rowtimes=frozenset({column.cid}))
+
+    def values(self, node: ValuesExec) -> tuple[PhysicalPlan, StreamInfo]:
+        return node, StreamInfo(INSERT_ONLY, None, frozenset(), (), True)
+
+    # -- row-wise -------------------------------------------------------------------------
+    def filter(self, node: FilterExec) -> tuple[PhysicalPlan, StreamInfo]:
+        if isinstance(node.input, WindowExec) and _row_number(node.input) is not None:
+            return self._rank(node, node.input)
+        (child,), (info,) = self._inputs(node)
+        return replace(node, input=child), info
+
+    def project(self, node: ProjectExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        if isinstance(child, RankExec) and child.rank_field is not None:
+            used = set().union(*(column_ids(e) for e in node.exprs)) if node.exprs else set()
+            if child.rank_field.cid not in used:
+                child = replace(child, rank_field=None)
+        moved = {e.cid: f.cid for e, f in zip(node.exprs, node.fields)
+                 if isinstance(e, ColumnRef)}
+        rowtimes = frozenset(moved[c] for c in info.rowtimes if c in moved)
+        windows = tuple((moved[s], moved[e]) for s, e in info.windows
+                        if s in moved and e in moved)
+        return replace(node, input=child), replace(info, rowtimes=rowtimes, windows=windows)
+
+    def exchange(self, node: ExchangeExec) -> tuple[PhysicalPlan, StreamInfo]:
+        return self.convert(node.input)
+
+    # -- windows --------------------------------------------------------------------------
+    def window_tvf(self, node: WindowTableFunctionExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        _insert_only(info, "a window table function")
+        start, end, _time = (f.cid for f in node.window_fields)
+        return replace(node, input=child), replace(
+            info, windows=(*info.windows, (start, end)))
+
+    def window_aggregate(self, node: WindowAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        _insert_only(info, "a window aggregate")
+        if not (column_ids(node.time_column) & info.rowtimes):
+            raise PlanError(f"window aggregate in streaming mode: the time column "
+                            f"'{_render(node.time_column)}' is not a rowtime attribute "
+                            "(declare WATERMARK FOR it in CREATE TABLE)")
+        slots = {slot: f.cid for slot, f in zip(node.group_slots, node.group_fields)}
+        windows = ((slots["window_start"], slots["window_end"]),)
+        return (replace(node, input=child, watermark_delay_ms=None),
+                StreamInfo(INSERT_ONLY, None, frozenset(), windows, info.bounded))
+
+    # -- aggregation ----------------------------------------------------------------------
+    def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        bad = [a.name for a in node.aggs
+               if a.name not in GROUP_AGGREGATES or a.filter is not None
+               or (a.distinct and a.name not in ("count", "sum", "avg"))]
+        if bad:
+            raise PlanError(f"streaming GROUP BY cannot compute {', '.join(sorted(set(bad)))} "
+                            f"(supported: {', '.join(GROUP_AGGREGATES)}, DISTINCT for "
+                            "count/sum/avg)")
+        plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
+                                  node.agg_fields, node.est_rows)
+        return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),
+                                info.bounded)
+
+    def over(self, node: WindowExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        first = node.calls[0]
+        order = first.order_by
+        if any(c.name not in _OVER_AGGREGATES and c.name != "count_star" for c in node.calls):
+            names = sorted({c.name for c in node.calls})
+            raise PlanError(f"window functions {', '.join(names)} over a stream: only ROW_NUMBER"
+                            " filtered to a range (Top-N, deduplication) and aggregates ordered "
+                            "by a rowtime are supported")
+        if (len(order) != 1 or not order[0].ascending or not isinstance(order[0].expr, ColumnRef)
+                or order[0].expr.cid not in info.rowtimes):
+            raise PlanError("OVER aggregates over a stream must be ordered by a rowtime "
+                            "attribute ascending (ORDER BY ts), with a WATERMARK on it")
+        _insert_only(info, "an OVER aggregate")
+        frames = {(c.partition_by, tuple(order), str(c.frame)) for c in node.calls}
+        if len(frames) != 1 or any(c.distinct for c in node.calls):
+            raise PlanError("OVER aggregates over a stream must share one window "
+                            "(PARTITION BY, ORDER BY and frame) and cannot be DISTINCT")
+        frame = first.frame
+        assert frame is not None
+        if frame.end.kind != "current_row":
+            raise PlanError("OVER frames over a stream must end at CURRENT ROW")
+        preceding: int | None = None
+        if frame.start.kind == "preceding":
+            preceding = _frame_offset(frame.mode, frame.start.offset)
+        elif frame.start.kind != "unbounded_preceding":
+            raise PlanError("OVER frames over a stream must start at UNBOUNDED PRECEDING or "
+                            "n PRECEDING")
+        aggs = tuple(AggCall(c.name, c.args, c.dtype) for c in node.calls)
+        plan = OverAggregateExec(child, first.partition_by, order[0].expr, frame.mode,
+                                 preceding, aggs, node.fields, node.est_rows)
+        return plan, info
+
+    def _rank(self, node: FilterExec, window: WindowExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(window)
+        call = _row_number(window)
+        assert call is not None
+        field = window.fields[0]
+        kept = rank_range(node.predicate, field.cid)
+        if kept is None:
+            raise PlanError("ROW_NUMBER over a stream must be filtered to a range of ranks "
+                            "(WHERE rn <= N, rn = 1 or rn BETWEEN a AND b)")
+        _insert_only(info, "Top-N / deduplication")
+        partition = tuple(call.partition_by)
+        cids = {e.cid for e in partition if isinstance(e, ColumnRef)}
+        window_pair = next(((s, e) for s, e in info.windows if s in cids and e in cids), None)
+        time_attribute = None
+        order = call.order_by
+        if (len(order) == 1 and isinstance(order[0].expr, ColumnRef)
+                and order[0].expr.cid in info.rowtimes and kept == (1, 1)):
+            time_attribute = "rowtime"
+        bounds = None
+        if window_pair is not None:
+            by_cid = {e.cid: e for e in partition if isinstance(e, ColumnRef)}
+            bounds = (by_cid[window_pair[0]], by_cid[window_pair[1]])
+            partition = tuple(e for e in partition
+                              if not (isinstance(e, ColumnRef) and e.cid in window_pair))
+        plan = RankExec(child, partition, tuple(order), kept[0], kept[1], field,
+                        time_attribute, bounds, node.est_rows)
+        insert_only = window_pair is not None  # a window's ranks are final when it fires
+        mode = INSERT_ONLY if insert_only else UPDATING
+        return plan, StreamInfo(mode, None if insert_only else "Top-N / deduplication",
+                                info.rowtimes if insert_only else frozenset(),
+                                info.windows, info.bounded)
+
+    def top_n(self, node: TopNExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        _insert_only(info, "ORDER BY .. LIMIT (Top-N)")
+        plan = RankExec(child, (), node.keys, node.offset + 1, node.offset + node.limit, None,
+                        None, None, node.est_rows)
+        return plan, StreamInfo(UPDATING, "ORDER BY .. LIMIT (Top-N)", frozenset(), (),
+                                info.bounded)
+
+    # -- joins ----------------------------------------------------------------------------
+    def join(self, node: HashJoinExec | NestedLoopJoinExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (left, right), (linfo, rinfo) = self._inputs(node)
+        if node.kind not in ("inner", "left", "right", "full"):
+            raise PlanError(f"a {node.kind} join (from IN / EXISTS / a scalar subquery) is not "
+                            "supported over streams yet; write it as an inner or outer join")
+        if isinstance(node, HashJoinExec):
+            left_keys, right_keys, residual = node.left_keys, node.right_keys, node.residual
+        else:
+            left_keys, right_keys, residual = (), (), node.condition
+        bounded = linfo.bounded and rinfo.bounded
+        interval = self._interval(node, linfo, rinfo, residual)
+        if interval is not None:
+            _insert_only(linfo, "an interval join")
+            _insert_only(rinfo, "an interval join")
+            lt, rt, lower, upper, rest = interval
+            plan: PhysicalPlan = IntervalJoinExec(left, right, node.kind, left_keys, right_keys,
+                                                  lt, rt, lower, upper, rest, node.est_rows)
+            return plan, StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
+        updated_by = next((i.updated_by for i in (linfo, rinfo) if i.mode == UPDATING), None)
+        if updated_by is None and node.kind != "inner":
+            updated_by = f"a {node.kind} outer join"
+        mode = UPDATING if updated_by else INSERT_ONLY
+        plan = StreamJoinExec(left, right, node.kind, left_keys, right_keys, residual,
+                              mode == UPDATING, node.est_rows)
+        return plan, StreamInfo(mode, updated_by, frozenset(), (), bounded)
+
+    @staticmethod
+    def _interval(node: PhysicalPlan, linfo: StreamInfo, rinfo: StreamInfo,
+                  residual: Expr | None) -> tuple[Expr, Expr, int, int, Expr | None] | None:
+        for lt in linfo.rowtimes:
+            for rt in rinfo.rowtimes:
+                found = interval_bounds(residual, lt, rt)
+                if found is not None:
+                    left_field = next(f for f in node.inputs[0].schema if f.cid == lt)
+                    right_field = next(f for f in node.inputs[1].schema if f.cid == rt)
+                    return left_field.ref(), right_field.ref(), *found
+        return None
+
+    # -- the rest -------------------------------------------------------------------------
+    def limit(self, node: LimitExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        _insert_only(info, "LIMIT")
+        return replace(node, input=child), info
+
+    def set_op(self, node: SetOpExec) -> tuple[PhysicalPlan, StreamInfo]:
+        if not (node.kind == "union" and node.all):
+            raise PlanError(f"{node.kind.upper()}{' ALL' if node.all else ''} is not supported "
+                            "over streams; UNION ALL is (add GROUP BY for distinct rows)")
+        (left, right), (linfo, rinfo) = self._inputs(node)
+        updated_by = linfo.updated_by or rinfo.updated_by
+        # a column is a rowtime of the union when it is one in both inputs
+        rowtimes = frozenset(f.cid for f, a, b in zip(node.schema, left.schema, right.schema)
+                             if a.cid in linfo.rowtimes and b.cid in rinfo.rowtimes)
+        return replace(node, left=left, right=right), StreamInfo(
+            UPDATING if updated_by else INSERT_ONLY, updated_by, rowtimes, (),
+            linfo.bounded and rinfo.bounded)
+
+    def sort(self, node: SortExec) -> tuple[PhysicalPlan, StreamInfo]:
+        raise PlanError("ORDER BY is not supported on a stream: a stream has no end to sort "
+                        "by. Write ORDER BY .. LIMIT n (a continuously updated Top-N), or "
+                        "sort the final result after materializing it (batch mode: SET "
+                        "'execution.runtime-mode' = 'batch')")
+
+    def sink(self, node: SinkExec) -> tuple[PhysicalPlan, StreamInfo]:
+        (child,), (info,) = self._inputs(node)
+        if node.table.connector == "filesystem" and info.mode == UPDATING:
+            raise PlanError(f"table '{node.table.name}' (filesystem sink) accepts only "
+                            f"insert-only results, but the query is updating (because of "
+                            f"{info.updated_by}); write to a print or blackhole table, or "
+                            "use a windowed aggregate")
+        return replace(node, input=child), info
+
+
+def _insert_only(info: StreamInfo, consumer: str) -> None:
+    if info.mode == UPDATING:
+        raise PlanError(f"{consumer} needs an insert-only input, but its input is updating "
+                        f"(because of {info.updated_by}); use a window TVF aggregate instead "
+                        "of an unwindowed GROUP BY")
+
+
+def _row_number(window: WindowExec) -> WindowCall | None:
+    calls = window.calls
+    if len(calls) == 1 and calls[0].name == "row_number" and calls[0].order_by:
+        return calls[0]
+    return None
+
+
+def _frame_offset(mode: str, offset: object) -> int:
+    value = getattr(offset, "value", offset)
+    ms = interval_ms(value)
+    if ms is None or ms < 0:
+        raise PlanError(f"OVER frame offset {offset} over a stream must be a non-negative "
+                        f"{'row count' if mode == 'rows' else 'day-time interval'}")
+    return ms
+
+
+def _name(node: PhysicalPlan) -> str:
+    return type(node).__name__.removesuffix("Exec")
+
+
+def _render(expr: Expr) -> str:
+    from flowsql.planner.expressions import render
+
+    return render(expr)
+
+
+_HANDLERS: dict[type, Callable[[_Planner, object], tuple[PhysicalPlan, StreamInfo]]] = {
+    TableScanExec: _Planner.scan,  # type: ignore[dict-item]
+    ValuesExec: _Planner.values,  # type: ignore[dict-item]
+    FilterExec: _Planner.filter,  # type: ignore[dict-item]
+    ProjectExec: _Planner.project,  # type: ignore[dict-item]
+    ExchangeExec: _Planner.exchange,  # type: ignore[dict-item]
+    WindowTableFunctionExec: _Planner.window_tvf,  # type: ignore[dict-item]
+    WindowAggregateExec: _Planner.window_aggregate,  # type: ignore[dict-item]
+    HashAggregateExec: _Planner.aggregate,  # type: ignore[dict-item]
+    WindowExec: _Planner.over,  # type: ignore[dict-item]
+    TopNExec: _Planner.top_n,  # type: ignore[dict-item]
+    HashJoinExec: _Planner.join,  # type: ignore[dict-item]
+    NestedLoopJoinExec: _Planner.join,  # type: ignore[dict-item]
+    LimitExec: _Planner.limit,  # type: ignore[dict-item]
+    SetOpExec: _Planner.set_op,  # type: ignore[dict-item]
+    SortExec: _Planner.sort,  # type: ignore[dict-item]
+    SinkExec: _Planner.sink,  # type: ignore[dict-item]
+}

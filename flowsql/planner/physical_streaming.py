@@ -1,0 +1,170 @@
+"""Physical nodes that exist only in streaming plans (``execution.runtime-mode`` =
+``streaming``).
+
+The streaming planning pass (``optimizer/streaming``) turns a batch physical plan into one
+of these where the batch algorithm would need to see its whole input first: an unwindowed
+aggregate becomes a changelog ``GroupAggregateExec``, a join a ``StreamJoinExec`` (or an
+``IntervalJoinExec`` when its condition bounds the two rowtimes), ROW_NUMBER filters a
+``RankExec``, OVER aggregates ordered by a rowtime an ``OverAggregateExec``; scans of tables
+with a WATERMARK get a ``WatermarkAssignerExec`` above them, and ``INSERT INTO`` ends in a
+``SinkExec``. Expressions resolve against the input schema(s) by column id, as everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from flowsql.planner.catalog import TableEntry
+from flowsql.planner.expressions import AggCall, Expr, SortKey
+from flowsql.planner.physical import PhysicalPlan, _join_schema, _Unary
+from flowsql.planner.schema import Field, Schema
+
+#: changelog modes of a streaming node's output (``runtime.changelog`` says how each one
+#: travels as batches)
+INSERT_ONLY, UPDATING = "insert-only", "updating"
+
+
+@dataclass(frozen=True, eq=False)
+class WatermarkAssignerExec(_Unary):
+    """Forwards its input unchanged and emits watermarks ``max(time_column) - delay_ms``
+    (Flink's bounded out-of-orderness): after every record when ``interval_ms`` is 0,
+    otherwise at most every ``interval_ms`` of wall-clock time."""
+
+    input: PhysicalPlan
+    time_column: Expr
+    delay_ms: int
+    interval_ms: int
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class GroupAggregateExec(_Unary):
+    """GROUP BY without windows over a stream: a changelog (+I, -U/+U, -D) of each group's
+    current result. Output: group fields then agg fields, always updating."""
+
+    input: PhysicalPlan
+    group_exprs: tuple[Expr, ...]
+    group_fields: Schema
+    aggs: tuple[AggCall, ...]
+    agg_fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.group_fields, *self.agg_fields)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamJoinExec(PhysicalPlan):
+    """A regular (unbounded) join: both inputs held in state, results retracted when an
+    input row is retracted or an outer row finds its first partner. ``updating`` says
+    whether the output carries row kinds (an outer join, or an updating input)."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    residual: Expr | None
+    updating: bool
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, None)
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalJoinExec(PhysicalPlan):
+    """A join whose condition bounds the rowtimes: ``left_time + lower_ms <= right_time <=
+    left_time + upper_ms``; rows leave state once the watermark rules out new partners."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    left_time: Expr
+    right_time: Expr
+    lower_ms: int
+    upper_ms: int
+    residual: Expr | None
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, None)
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])
+
+
+@dataclass(frozen=True, eq=False)
+class OverAggregateExec(_Unary):
+    """Aggregates OVER (PARTITION BY keys ORDER BY rowtime frame): each row once, when the
+    watermark passes its rowtime, with ``fields`` appended. ``frame`` is ``rows`` or
+    ``range``; ``preceding`` rows or milliseconds (None: unbounded)."""
+
+    input: PhysicalPlan
+    partition_keys: tuple[Expr, ...]
+    time_column: Expr
+    frame: str
+    preceding: int | None
+    aggs: tuple[AggCall, ...]
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.fields)
+
+
+@dataclass(frozen=True, eq=False)
+class RankExec(_Unary):
+    """ROW_NUMBER() OVER (PARTITION BY keys ORDER BY order) kept where ``lower <= rn <=
+    upper``: Top-N, or deduplication when ``time_attribute`` (rowtime or proctime) says the
+    single order key is a time attribute and the range is exactly 1. ``window`` names the
+    window_start/window_end expressions of a window Top-N (None: unwindowed).
+    ``rank_field`` (None: the row number is not selected) is appended to the input fields."""
+
+    input: PhysicalPlan
+    partition_keys: tuple[Expr, ...]
+    order: tuple[SortKey, ...]
+    lower: int
+    upper: int
+    rank_field: Field | None
+    time_attribute: str | None
+    window: tuple[Expr, Expr] | None
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *((self.rank_field,) if self.rank_field else ()))
+
+
+@dataclass(frozen=True, eq=False)
+class SinkExec(_Unary):
+    """Writes its input into ``table`` (INSERT INTO); emits nothing."""
+
+    input: PhysicalPlan
+    table: TableEntry
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return ()

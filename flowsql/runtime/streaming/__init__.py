@@ -1,0 +1,1 @@
+"""Streaming execution: the push-based runner and continuous jobs."""

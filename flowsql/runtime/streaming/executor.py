@@ -1,0 +1,253 @@
+"""Single-process streaming execution: the operator tree driven by pushed elements.
+
+The batch executor pulls one input of an operator to its end before the next; a stream
+never ends, so here every source is polled in turn and each element it yields is pushed
+through the tree at once. An element is a record batch, a :class:`Watermark`, or the end
+of an input. For each operator the runner:
+
+* calls ``process_batch`` for batches and routes what it returns downstream -- batches to
+  the consumer, and :class:`Watermark` objects (only a watermark assigner makes them) as
+  watermarks;
+* combines the watermarks of its inputs (the minimum, ``WatermarkMerger``), calls
+  ``process_watermark`` when the combined watermark advances, routes its output, then
+  forwards the watermark (unless the operator makes its own);
+* at the end of an input sends the final watermark (+infinity, as a bounded source does in
+  Flink's streaming mode), then ``end_input``; after the last input it closes the operator
+  and ends its consumer's input.
+
+Sources are operators without inputs: :class:`PolledSource` ones are asked what they have
+now (``poll``), other sources yield one batch per turn from ``produce``. When no source
+had anything, the runner waits briefly in the poll of the first unfinished one. Output
+batches of the root are yielded as they come (a changelog when the plan is updating), so
+``Session.sql(q).stream()`` shows results while the job runs; stopping the iteration (or
+``cancel``) closes every operator.
+
+Per operator the runner counts records in and out and keeps the current watermark; with
+each operator's own metrics (late records dropped, parse errors ignored) they form the
+job's metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.runtime.events import MAX_WATERMARK, Watermark
+from flowsql.runtime.executor import _guarded, _job
+from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.contract import PolledSource, Source
+from flowsql.runtime.registry import create_operator, describe
+from flowsql.runtime.time.watermark_merger import WatermarkMerger
+from flowsql.runtime.time.watermarks import MIN_WATERMARK
+
+#: longest wait inside one source poll when the whole job is idle
+IDLE_WAIT_S = 0.02
+
+
+@dataclass
+class _Vertex:
+    """One operator of the running tree and where its output goes."""
+
+    label: str
+    node: PhysicalPlan
+    operator: Operator
+    consumer: _Vertex | None
+    consumer_input: int
+    merger: WatermarkMerger | None
+    open_inputs: set[int]
+    records_in: int = 0
+    records_out: int = 0
+    watermark: int = MIN_WATERMARK
+    produced: Iterator[pa.RecordBatch] | None = None
+    closed: bool = False
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class StreamingRun:
+    """One execution of a plan in streaming mode; iterate ``batches()`` to drive it."""
+
+    def __init__(self, plan: PhysicalPlan, settings: dict[str, str]) -> None:
+        self.plan = plan
+        self._job = _job(settings)
+        self._idle_timeout = _idle_timeout_ms(settings)
+        self._vertices: list[_Vertex] = []
+        self._sources: list[_Vertex] = []
+        self._output: list[pa.RecordBatch] = []
+        self._cancelled = threading.Event()
+        self.root = self._build(plan, None, 0)
+
+    # -- construction ---------------------------------------------------------------------
+    def _build(self, node: PhysicalPlan, consumer: _Vertex | None, index: int) -> _Vertex:
+        label = f"{describe(node)} [operator {len(self._vertices) + 1}]"
+        operator: Operator = _guarded(label, create_operator, node)
+        n = len(node.inputs)
+        merger = WatermarkMerger(n, self._idle_timeout) if n else None
+        vertex = _Vertex(label, node, operator, consumer, index, merger, set(range(n)))
+        self._vertices.append(vertex)
+        if not n:
+            self._sources.append(vertex)
+        for i, child in enumerate(node.inputs):
+            self._build(child, vertex, i)
+        return vertex
+
+    # -- driving --------------------------------------------------------------------------
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The root's output as it is produced; ends when every source ended."""
+        try:
+            for vertex in reversed(self._vertices):  # consumers open after their inputs
+                context = OperatorContext(name=vertex.label, settings=self._job.settings,
+                                          memory=self._job.memory, metrics=vertex.metrics)
+                _guarded(vertex.label, vertex.operator.open, context)
+            active = list(self._sources)
+            while active and not self._cancelled.is_set():
+                progressed = False
+                for source in list(active):
+                    if self._poll(source, 0.0):
+                        progressed = True
+                    if source.closed:
+                        active.remove(source)
+                    yield from self._drain()
+                if not progressed and active:
+                    self._idle(active)
+                    yield from self._drain()
+        finally:
+            self._close_all()
+
+    def cancel(self) -> None:
+        """Stop at the next turn (from another thread); ``batches`` then ends."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def _drain(self) -> Iterator[pa.RecordBatch]:
+        while self._output:
+            yield self._output.pop(0)
+
+    def _idle(self, active: list[_Vertex]) -> None:
+        """Nothing moved: wait in one poll, then let idle inputs stop holding back time."""
+        self._poll(active[0], IDLE_WAIT_S)
+        for vertex in self._vertices:
+            if vertex.closed:
+                continue
+            on_idle = getattr(vertex.operator, "on_idle", None)
+            if on_idle is not None:
+                self._route(vertex, _guarded(vertex.label, _listed, on_idle))
+            if vertex.merger is not None and self._idle_timeout:
+                combined = vertex.merger.check_idle()
+                if combined is not None:
+                    self._advance(vertex, combined)
+
+    def _poll(self, source: _Vertex, wait: float) -> bool:
+        """One turn of a source; True when it produced something or ended."""
+        operator = source.operator
+        if isinstance(operator, PolledSource):
+            polled = _guarded(source.label, operator.poll, wait)
+            if polled is None:
+                self._finish(source)
+                return True
+            self._route(source, polled)
+            return bool(polled)
+        if source.produced is None:
+            assert isinstance(operator, Source), f"{source.label} is not a source"
+            source.produced = operator.produce()
+        batch = _guarded(source.label, next, source.produced, None)
+        if batch is None:
+            self._finish(source)
+        else:
+            self._route(source, [batch])
+        return True
+
+    # -- element routing ------------------------------------------------------------------
+    def _route(self, vertex: _Vertex, emitted: Iterable[pa.RecordBatch | Watermark]) -> None:
+        """Send what ``vertex`` emitted to its consumer (or the output)."""
+        for element in emitted:
+            if isinstance(element, Watermark):
+                self._forward_watermark(vertex, element.timestamp)
+            elif element.num_rows:
+                vertex.records_out += element.num_rows
+                if vertex.consumer is None:
+                    self._output.append(element)
+                else:
+                    self._push_batch(vertex.consumer, vertex.consumer_input, element)
+
+    def _push_batch(self, vertex: _Vertex, input: int, batch: pa.RecordBatch) -> None:
+        vertex.records_in += batch.num_rows
+        assert vertex.merger is not None
+        vertex.merger.on_records(input)
+        self._route(vertex, _guarded(vertex.label, lambda: list(
+            vertex.operator.process_batch(input, batch))))
+
+    def _forward_watermark(self, vertex: _Vertex, timestamp: int) -> None:
+        consumer = vertex.consumer
+        if consumer is None:
+            return
+        assert consumer.merger is not None
+        combined = consumer.merger.on_watermark(vertex.consumer_input, timestamp)
+        if combined is not None:
+            self._advance(consumer, combined)
+
+    def _advance(self, vertex: _Vertex, watermark: int) -> None:
+        vertex.watermark = watermark
+        self._route(vertex, _guarded(vertex.label, lambda: list(
+            vertex.operator.process_watermark(watermark))))
+        if getattr(vertex.operator, "forwards_watermarks", True):
+            self._forward_watermark(vertex, watermark)
+
+    def _finish(self, vertex: _Vertex) -> None:
+        """``vertex`` will emit nothing more: end its consumer's input."""
+        self._close(vertex)
+        consumer = vertex.consumer
+        if consumer is None:
+            return
+        index = vertex.consumer_input
+        self._forward_watermark(vertex, MAX_WATERMARK)  # an ended input holds nothing back
+        self._route(consumer, _guarded(consumer.label, lambda: list(
+            consumer.operator.end_input(index))))
+        consumer.open_inputs.discard(index)
+        if not consumer.open_inputs:
+            self._finish(consumer)
+
+    def _close(self, vertex: _Vertex) -> None:
+        if not vertex.closed:
+            vertex.closed = True
+            _guarded(vertex.label, vertex.operator.close)
+
+    def _close_all(self) -> None:
+        errors = []
+        for vertex in self._vertices:
+            try:
+                self._close(vertex)
+            except FlowSQLError as exc:
+                errors.append(exc)
+        if errors and not self._cancelled.is_set():
+            raise errors[0]
+
+    # -- metrics --------------------------------------------------------------------------
+    def metrics(self) -> list[dict[str, Any]]:
+        """Per operator: label, records in/out, current watermark (None before the first),
+        and the operator's own counters."""
+        return [{"operator": v.label, "records_in": v.records_in,
+                 "records_out": v.records_out,
+                 "watermark": None if v.watermark == MIN_WATERMARK else v.watermark,
+                 **v.metrics} for v in self._vertices]
+
+
+def _listed(hook: Any) -> list[Any]:
+    return list(hook())
+
+
+def _idle_timeout_ms(settings: dict[str, str]) -> int | None:
+    raw = settings.get("table.exec.source.idle-timeout", "0").strip().lower()
+    for suffix, factor in (("ms", 1), ("min", 60000), ("s", 1000), ("", 1)):
+        number = raw[: len(raw) - len(suffix)] if suffix else raw
+        if raw.endswith(suffix) and number.strip().isdigit():
+            return int(number) * factor or None
+    raise ExecutionError(f"invalid table.exec.source.idle-timeout '{raw}' (e.g. '5 s')")
