@@ -1,0 +1,1 @@
+"""Helpers of the event-time OVER aggregate operator (:mod:`..over_aggregate`)."""
