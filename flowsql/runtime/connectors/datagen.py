@@ -5,7 +5,8 @@ fields the source is unbounded), ``rows-per-second`` (throttle, default 10000; 0
 negative: unthrottled), and per field ``fields.<name>.kind`` = ``sequence`` (``start``,
 ``end``: the source ends when a sequence is exhausted) or ``random`` (default; ``min`` /
 ``max`` for numbers, temporal values as epoch milliseconds, ``length`` for strings,
-default 100). Extension: ``seed`` (default 0).
+default 100). Extension: ``seed`` (default 0). A throttled source emits a batch per
+``execution.buffer-timeout`` of time (at most ``execution.batch-size`` rows).
 
 Row ``i`` is a pure function of (seed, field name, i): random values come from a stable
 counter-based hash, not from a stateful generator. That is what makes a run reproducible
@@ -22,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.errors import CatalogError
+from flowsql.runtime.channels.settings import ChannelSettings
 from flowsql.runtime.operators.batches import batch_size
 from flowsql.runtime.operators.contract import Source
 from flowsql.runtime.partitioning import fmix64, hash_array
@@ -125,7 +127,12 @@ class DatagenSource(Source):
         size = batch_size(self.context.settings)
         rate = self.table.rows_per_second
         if rate > 0:
-            size = max(1, min(size, rate))
+            # a throttled source emits what one buffer timeout's worth of time produces, so
+            # a record waits at most about that long for its batch (latency follows
+            # execution.buffer-timeout as it does on the channels)
+            timeout = ChannelSettings.from_settings(self.context.settings).buffer_timeout_ms
+            per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
+            size = max(1, min(size, rate, per_timeout))
         total = self.table.total_rows
         started, emitted_here = self._clock(), 0
         while total is None or self.position < total:

@@ -60,7 +60,10 @@ def test_resume_after_restore_continues_exactly():
     assert pa.concat_tables([pa.Table.from_batches(head), tail]).equals(whole)
 
 
-def test_unbounded_source_is_throttled_to_rows_per_second():
+@pytest.mark.parametrize(("timeout", "size", "pause"), [("1000", 10, 1.0), ("100", 1, 0.1)])
+def test_unbounded_source_is_throttled_to_rows_per_second(timeout: str, size: int,
+                                                          pause: float) -> None:
+    """Batches hold one buffer timeout's worth of rows (10 rows per second here)."""
     now = [0.0]
     sleeps: list[float] = []
 
@@ -71,12 +74,13 @@ def test_unbounded_source_is_throttled_to_rows_per_second():
     options = {"rows-per-second": "10", "fields.id.min": "0", "fields.id.max": "9"}
     schema = pa.schema([("id", pa.int64())])
     source = DatagenSource(DatagenTable(schema, options), clock=lambda: now[0], sleep=sleep)
-    source.open(OperatorContext("gen", {"execution.batch-size": "100"}))
+    source.open(OperatorContext("gen", {"execution.batch-size": "100",
+                                        "execution.buffer-timeout": timeout}))
     produced = source.produce()
     sizes = [next(produced).num_rows for _ in range(3)]
-    assert sizes == [10, 10, 10]
-    assert sleeps == [1.0, 1.0]
-    assert source.position == 30
+    assert sizes == [size, size, size]
+    assert sleeps == pytest.approx([pause, pause])
+    assert source.position == 3 * size
 
 
 def test_bad_options_are_reported():
