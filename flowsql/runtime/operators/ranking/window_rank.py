@@ -1,0 +1,138 @@
+"""Window Top-N and window deduplication: ROW_NUMBER per (partition keys, window), final
+when the window fires (Flink's ``WindowRankOperator``).
+
+Contract and semantics:
+
+* input rows carry their window (``window_start``, ``window_end`` columns of a window TVF);
+  a row is buffered in keyed state under its partition keys' key group, and each (partition,
+  window) has one event-time timer at ``window_end - 1``;
+* when the watermark reaches ``window_end - 1`` the window's rows are ranked, the rows with
+  ``lower <= rn <= upper`` are emitted (insert-only: a fired window's ranks never change,
+  which is why the planner may treat the output as append-only) and the state is dropped;
+* a row whose window has already fired (``window_end - 1 <= watermark`` on arrival) is
+  late: dropped and counted in the metric ``late_records_dropped``;
+* ties in ORDER BY keep arrival order, except for a keep-last deduplication (rank 1 of
+  ``ORDER BY rowtime DESC``), where the latest arrival wins as in Flink's
+  ``RowTimeWindowDeduplicateRecordsCombiner`` (``>=``);
+* end of input (watermark +infinity) fires every window.
+
+The timer namespace is a 64-bit hash of (partition keys, window): it only has to tell
+windows apart for the timer service; firing itself takes every stored row whose window is
+due, so even a hash collision could not lose a row. The watermark is written to union list
+state on snapshot and restored as the minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.errors import ExecutionError
+from flowsql.planner.physical_streaming import RankExec
+from flowsql.runtime.events import MAX_WATERMARK
+from flowsql.runtime.expressions import compile_expr
+from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.ranking import common
+from flowsql.runtime.partitioning import hash_columns
+from flowsql.runtime.state.store import StateStore
+from flowsql.runtime.time.watermarks import MIN_WATERMARK
+
+LATE_RECORDS_DROPPED = "late_records_dropped"
+_WINDOW_END = "__window_end"
+_PROGRESS = pa.schema([("watermark", pa.int64())])
+
+
+class WindowRank(Operator):
+    """See the module docstring; ``restore_state`` must follow ``open``."""
+
+    def __init__(self, node: RankExec) -> None:
+        if node.window is None:
+            raise ExecutionError("window rank needs the window bounds of its input")
+        self.node = node
+        self._data_schema = common.stored_data_schema(node)
+        self._state_schema = pa.schema([*self._data_schema,
+                                        pa.field(_WINDOW_END, pa.int64())])
+        # keep-last deduplication: among equal rowtimes the latest arrival wins
+        self._latest_wins = (node.time_attribute == "rowtime" and node.lower == node.upper == 1
+                             and len(node.order) == 1 and not node.order[0].ascending)
+
+    def open(self, context: OperatorContext) -> None:
+        super().open(context)
+        context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
+        self._partition, self._order = common.compile_all(self.node)
+        assert self.node.window is not None
+        schema = self.node.input.schema
+        self._start = compile_expr(self.node.window[0], schema)
+        self._end = compile_expr(self.node.window[1], schema)
+        self._store = StateStore(context.subtask_index, context.parallelism,
+                                 common.max_parallelism(context.settings))
+        self._rows = self._store.keyed_table("rows", self._state_schema)
+        self._timers = self._store.timers("windows")
+        self._progress = self._store.list_state("progress", _PROGRESS, "union")
+        self._watermark = MIN_WATERMARK
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        if not batch.num_rows:
+            return []
+        ends = common.millis(self._end(batch), "window rank")
+        on_time = ends - 1 > self._watermark
+        late = int((~on_time).sum())
+        if late:
+            self.context.metrics[LATE_RECORDS_DROPPED] += late
+            batch, ends = batch.filter(pa.array(on_time)), ends[on_time]
+            if not batch.num_rows:
+                return []
+        keys = [fn(batch) for fn in self._partition]
+        starts = common.millis(self._start(batch), "window rank")
+        groups = self._rows.key_groups_of(keys, batch.num_rows)
+        namespaces = hash_columns([*keys, pa.array(starts), pa.array(ends)]).view(np.int64)
+        _, first = np.unique(namespaces, return_index=True)
+        self._timers.register(groups[first], namespaces[first], ends[first] - 1)
+        added = common.state_rows(groups, common.renamed(batch, self._data_schema),
+                                  [(_WINDOW_END, ends)], self._rows.schema)
+        self._rows.replace(pa.concat_tables([self._rows.rows, added]))
+        return []
+
+    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
+        if watermark <= self._watermark:
+            return []
+        self._watermark = watermark
+        if not self._timers.advance(watermark).num_rows:
+            return []
+        ends = self._rows.rows.column(_WINDOW_END).to_numpy()
+        fired = self._rows.take(ends - 1 <= watermark)
+        return self._emit(fired) if fired.num_rows else []
+
+    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
+        return self.process_watermark(MAX_WATERMARK)
+
+    def _emit(self, fired: pa.Table) -> list[pa.RecordBatch]:
+        """Rank the rows of the fired windows (in stored, i.e. arrival, order within each
+        partition) and return the kept ones, window by window."""
+        data = common.as_batch(fired, self._data_schema)
+        n = data.num_rows
+        window = [self._start(data), self._end(data)]
+        ids = common.partition_ids([*(fn(data) for fn in self._partition), *window], n)
+        arrival = np.arange(n, dtype=np.int64)
+        permutation, numbers = common.rank(
+            ids, [fn(data) for fn in self._order], self.node.order,
+            [(arrival, not self._latest_wins)])
+        # windows in the order they close (a stable sort keeps each window's rows together)
+        ends = fired.column(_WINDOW_END).to_numpy()
+        by_end = np.argsort(ends[permutation], kind="stable")
+        permutation, numbers = permutation[by_end], numbers[by_end]
+        kept = (numbers >= self.node.lower) & (numbers <= self.node.upper)
+        return common.output(self.node, data, permutation[kept], numbers[kept], None)
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        self._progress.update(pa.table({"watermark": [self._watermark]}, schema=_PROGRESS))
+        return self._store.snapshot()
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._store.restore(state)
+        progress = self._progress.rows
+        if progress.num_rows:
+            self._watermark = int(pc.min(progress.column("watermark")).as_py())
