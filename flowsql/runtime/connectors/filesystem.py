@@ -15,15 +15,27 @@ NULL and an empty string field is ''; set: that literal is NULL in every column)
 
 Data problems are :class:`DataError` naming the file and, where it can be found, the line
 and column; a raw pyarrow error never escapes.
+
+Bad records: with Flink's ``csv.ignore-parse-errors`` / ``json.ignore-parse-errors`` (or
+``format.ignore-parse-errors``) = 'true' a record that does not parse is skipped instead,
+and counted in ``metrics[PARSE_ERRORS_IGNORED]``. The fast Arrow read stays the normal
+path; only when it fails on a file is that file re-read by the tolerant path, which splits
+the file into lines (a record is one line, as for Arrow without ``newlines_in_values``)
+and parses blocks of lines with the very same Arrow options, bisecting a block that fails
+until the failing lines are isolated. So "bad" means exactly what the fast path rejects,
+every other row comes out as the fast path would have produced it, and the rows the fast
+path already yielded before failing are not yielded twice (they are a prefix of the good
+rows, because parsing is row by row with declared types).
 """
 
 from __future__ import annotations
 
 import csv
 import datetime
+import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +54,8 @@ from flowsql.runtime.connectors.pushdown import to_dataset_filter
 from flowsql.runtime.expressions.casts import converter
 
 FORMATS = ("parquet", "csv", "json")
+#: metrics key: records skipped because of ``*.ignore-parse-errors``
+PARSE_ERRORS_IGNORED = "parse_errors_ignored"
 
 
 # -- files ------------------------------------------------------------------------------------
@@ -144,25 +158,52 @@ def _ordinal(value: int | datetime.date) -> int:
 # -- scanning -------------------------------------------------------------------------------------
 
 def scan(table: TableEntry, columns: list[str], filters: list[Expr],
-         batch_size: int) -> Iterator[pa.RecordBatch]:
+         batch_size: int, metrics: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of ``columns`` (in that order) of the table; ``filters`` may prune data but
-    the caller must still apply them (see the module docstring of ``pushdown``)."""
-    fmt = _format(table.options)
+    the caller must still apply them (see the module docstring of ``pushdown``).
+    ``metrics`` receives the count of ignored bad records (see the module docstring)."""
     files = data_files(_path_option(table.options))
+    yield from scan_files(table, files, columns, filters, batch_size, metrics)
+
+
+def scan_files(table: TableEntry, files: list[str], columns: list[str], filters: list[Expr],
+               batch_size: int, metrics: dict[str, Any] | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """:func:`scan` restricted to ``files`` (all of the table's format), in that order."""
+    fmt = _format(table.options)
     schema = normalized_schema(table.schema)
     missing = [c for c in columns if c not in schema.names]
     if missing:
         raise DataError(f"table '{table.name}' has no column {', '.join(missing)}")
     out_schema = pa.schema([schema.field(c) for c in columns])
+    if not files:
+        return
+    tolerant = _BadRecords(metrics) if ignores_parse_errors(table.options) else None
     if fmt == "parquet":
         batches = _scan_parquet(files, schema, columns, filters, batch_size)
     elif fmt == "csv":
-        batches = (b for f in files for b in _scan_csv(f, table, schema, columns, batch_size))
+        batches = (b for f in files
+                   for b in _scan_csv(f, table, schema, columns, batch_size, tolerant))
     else:
-        batches = (b for f in files for b in _scan_json(f, schema, columns, batch_size))
+        batches = (b for f in files
+                   for b in _scan_json(f, schema, columns, batch_size, tolerant))
     for batch in batches:
         if batch.num_rows:
             yield _conform(batch, out_schema)
+
+
+def ignores_parse_errors(options: dict[str, str]) -> bool:
+    """Whether bad CSV/JSON records are skipped (Flink's ``<format>.ignore-parse-errors``;
+    ``format.ignore-parse-errors`` is accepted for every format)."""
+    fmt = options.get("format", "parquet").lower()
+    for key in (f"{fmt}.ignore-parse-errors", "format.ignore-parse-errors"):
+        if key in options:
+            value = options[key].strip().lower()
+            if value not in ("true", "false"):
+                raise CatalogError(f"option '{key}' must be 'true' or 'false', got "
+                                   f"'{options[key]}'")
+            return value == "true"
+    return False
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -171,6 +212,10 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     arrays = [col if col.type.equals(f.type) else pc.cast(col, f.type)
               for col, f in zip(batch.columns, schema)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _rows_table(batches: list[pa.RecordBatch]) -> pa.Table:
+    return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
 def _rebatch(batch: pa.RecordBatch, batch_size: int) -> Iterator[pa.RecordBatch]:
@@ -238,9 +283,9 @@ def _parse_type(t: pa.DataType) -> pa.DataType:
     return T.STRING if pa.types.is_date(t) or pa.types.is_boolean(t) else t
 
 
-def _scan_csv(path: str, table: TableEntry, schema: pa.Schema, columns: list[str],
-              batch_size: int) -> Iterator[pa.RecordBatch]:
-    delimiter, header, null_literal = _csv_options(table)
+def _csv_reading(table: TableEntry, schema: pa.Schema, columns: list[str], header: bool
+                 ) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
+    delimiter, _, null_literal = _csv_options(table)
     read = pcsv.ReadOptions(column_names=schema.names, skip_rows=1 if header else 0,
                             block_size=1 << 22)
     parse = pcsv.ParseOptions(delimiter=delimiter)
@@ -249,16 +294,43 @@ def _scan_csv(path: str, table: TableEntry, schema: pa.Schema, columns: list[str
         column_types={f.name: _parse_type(f.type) for f in schema},
         include_columns=columns, null_values=null_values,
         strings_can_be_null=null_literal is not None, quoted_strings_can_be_null=False)
+    return read, parse, convert
+
+
+def _finish_csv_batch(batch: pa.RecordBatch, table: TableEntry, schema: pa.Schema,
+                      path: str) -> pa.RecordBatch:
+    if table.options.get("csv.null-literal") is None:
+        batch = _empty_as_null(batch, schema)
+    return _convert_late(batch, schema, path)
+
+
+def _scan_csv(path: str, table: TableEntry, schema: pa.Schema, columns: list[str],
+              batch_size: int, tolerant: _BadRecords | None) -> Iterator[pa.RecordBatch]:
+    header = _csv_options(table)[1]
+    read, parse, convert = _csv_reading(table, schema, columns, header)
+    yielded = 0
     try:
         with pcsv.open_csv(path, read_options=read, parse_options=parse,
                            convert_options=convert) as reader:
             for batch in reader:
-                if null_literal is None:
-                    batch = _empty_as_null(batch, schema)
-                batch = _convert_late(batch, schema, path)
-                yield from _rebatch(batch, batch_size)
+                for piece in _rebatch(_finish_csv_batch(batch, table, schema, path),
+                                      batch_size):
+                    yielded += piece.num_rows
+                    yield piece
+        return
     except (pa.ArrowException, OSError) as e:
-        raise _locate_csv_error(path, table, schema, e) from None
+        if tolerant is None:
+            raise _locate_csv_error(path, table, schema, e) from None
+    read, parse, convert = _csv_reading(table, schema, columns, header=False)
+
+    def parse_lines(data: bytes) -> pa.Table:
+        parsed = pcsv.read_csv(io.BytesIO(data), read_options=read, parse_options=parse,
+                               convert_options=convert)
+        return _rows_table([_finish_csv_batch(b, table, schema, path)
+                            for b in parsed.to_batches()])
+
+    yield from tolerant.read(path, parse_lines, skip_lines=1 if header else 0,
+                             skip_rows=yielded, batch_size=batch_size)
 
 
 def _empty_as_null(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -325,17 +397,29 @@ def _json_parse_type(t: pa.DataType) -> pa.DataType:
     return T.STRING if pa.types.is_date(t) else t
 
 
-def _scan_json(path: str, schema: pa.Schema, columns: list[str],
-               batch_size: int) -> Iterator[pa.RecordBatch]:
+def _scan_json(path: str, schema: pa.Schema, columns: list[str], batch_size: int,
+               tolerant: _BadRecords | None) -> Iterator[pa.RecordBatch]:
     parse_schema = pa.schema([pa.field(f.name, _json_parse_type(f.type)) for f in schema])
     options = pjson.ParseOptions(explicit_schema=parse_schema,
                                  unexpected_field_behavior="ignore")
+    yielded = 0
     try:
         data = pjson.read_json(path, parse_options=options).select(columns)
         for batch in data.to_batches(max_chunksize=batch_size):
-            yield _convert_late(batch, schema, path)
+            batch = _convert_late(batch, schema, path)
+            yielded += batch.num_rows
+            yield batch
+        return
     except (pa.ArrowException, OSError) as e:
-        raise _locate_json_error(path, schema, e) from None
+        if tolerant is None:
+            raise _locate_json_error(path, schema, e) from None
+
+    def parse_lines(data: bytes) -> pa.Table:
+        parsed = pjson.read_json(io.BytesIO(data), parse_options=options).select(columns)
+        return _rows_table([_convert_late(b, schema, path) for b in parsed.to_batches()])
+
+    yield from tolerant.read(path, parse_lines, skip_lines=0, skip_rows=yielded,
+                             batch_size=batch_size)
 
 
 _JSON_KINDS: list[tuple[Any, tuple[type, ...]]] = [
@@ -381,3 +465,65 @@ def _locate_json_error(path: str, schema: pa.Schema, error: Exception) -> DataEr
     except (OSError, UnicodeDecodeError) as e:
         return DataError(f"cannot read JSON file '{path}': {e}")
     return DataError(f"cannot read JSON file '{path}': {error}")
+
+
+# Bad records -----------------------------------------------------------------------------------
+
+class _BadRecords:
+    """The tolerant re-read of one file whose fast read failed (see the module docstring).
+
+    The whole file is held in memory while it is re-read: this path only runs for files
+    that do hold bad records, and a failing file is the exception, not the rule.
+    """
+
+    #: lines per block parsed at once before bisecting: bounds the re-parsing a bad line
+    #: costs to about twice this many lines
+    BLOCK_LINES = 1024
+
+    def __init__(self, metrics: dict[str, Any] | None) -> None:
+        self.metrics = metrics if metrics is not None else {}
+        self.metrics.setdefault(PARSE_ERRORS_IGNORED, 0)
+
+    def read(self, path: str, parse: Callable[[bytes], pa.Table], skip_lines: int,
+             skip_rows: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The good rows of ``path`` after the first ``skip_rows`` (already delivered);
+        ``parse`` turns some whole lines into rows or raises on any bad one."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as e:
+            raise DataError(f"cannot read file '{path}': {e}") from None
+        # surrogateescape keeps undecodable bytes, so a line goes back to Arrow byte-exact
+        # and Arrow (not Python) decides whether it is valid UTF-8.
+        text = raw.decode("utf-8", errors="surrogateescape")
+        lines = list(io.StringIO(text, newline=""))[skip_lines:]
+        good: list[pa.Table] = []
+        bad = 0
+        for start in range(0, len(lines), self.BLOCK_LINES):
+            bad += self._bisect(lines[start:start + self.BLOCK_LINES], parse, good)
+        self.metrics[PARSE_ERRORS_IGNORED] = self.metrics.get(PARSE_ERRORS_IGNORED, 0) + bad
+        parts = [t for t in good if t.num_rows]
+        if not parts:
+            return
+        rows = pa.concat_tables(parts).slice(skip_rows)
+        yield from rows.to_batches(max_chunksize=batch_size)
+
+    @staticmethod
+    def _bisect(lines: list[str], parse: Callable[[bytes], pa.Table],
+                good: list[pa.Table]) -> int:
+        """Append the parsed good lines of ``lines`` to ``good`` in order; return how many
+        non-blank lines failed on their own."""
+        bad = 0
+        pending = [(0, len(lines))]  # a stack; the right half is pushed first: file order
+        while pending:
+            low, high = pending.pop()
+            chunk = "".join(lines[low:high]).encode("utf-8", errors="surrogateescape")
+            try:
+                good.append(parse(chunk))
+            except (pa.ArrowException, OSError):
+                if high - low == 1:
+                    bad += 1 if lines[low].strip() else 0
+                else:
+                    middle = (low + high) // 2
+                    pending.append((middle, high))
+                    pending.append((low, middle))
+        return bad

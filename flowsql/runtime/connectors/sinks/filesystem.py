@@ -1,0 +1,203 @@
+"""The ``filesystem`` sink: rows become new files in the directory ``path``, in a format the
+filesystem source reads back with the same table definition.
+
+Files are named ``part-<uuid>-<n>.<ext>`` (one uuid per sink instance, ``n`` counting its
+files from 0), as Flink's file sink names part files. A file is written under a hidden
+in-progress name (``.part-<uuid>-<n>.<ext>.inprogress``) and renamed when it is closed;
+the filesystem source skips names starting with '.' or '_', so a reader never sees a
+partial file. A file is closed when it reaches ``'sink.rolling-policy.file-size'`` bytes
+(Flink's option, default ``128mb``; checked after every written slice of rows, so a file
+may exceed it by one slice), at the end of the input and when the sink is closed. Files
+are opened only when rows arrive: no empty files.
+
+Only insert-only input can be written (files cannot retract rows); the planner rejects an
+updating input, and a retraction that still arrives is an error, never dropped silently.
+
+Formats, each chosen to round-trip through ``flowsql.runtime.connectors.filesystem``:
+
+* ``parquet``: one row group per written slice;
+* ``csv``: Arrow's CSV writer with ``csv.field-delimiter``; a header line only when the
+  table says ``'csv.ignore-first-line' = 'true'`` (the reader then skips one line per
+  file). NULL is written as ``csv.null-literal`` when set (values then quoted, so a string
+  equal to the literal stays a string), else as an empty field -- which reads back as
+  NULL except for string columns, where an empty field is the empty string (the same
+  ambiguity as Flink's csv format without a null literal);
+* ``json``: newline-delimited objects, one key per column (NULL as ``null``; decimals as
+  exact JSON numbers; dates, times and timestamps as SQL strings ``2024-01-01 00:00:00``,
+  Flink's default ``json.timestamp-format.standard``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+from flowsql.errors import CatalogError, ExecutionError
+from flowsql.planner import types as T
+from flowsql.planner.catalog import TableEntry
+from flowsql.runtime.changelog import INSERT
+from flowsql.runtime.connectors.filesystem import FORMATS, normalized_schema
+from flowsql.runtime.connectors.sinks import TableSink
+from flowsql.runtime.operator import OperatorContext
+
+ROLLING_SIZE = "sink.rolling-policy.file-size"
+DEFAULT_ROLLING_SIZE = "128mb"
+_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+          "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+#: rows per written slice: bounds how far a file can overshoot the rolling size
+_SLICE_BYTES = 1 << 20
+
+
+def parse_memory_size(text: str) -> int:
+    """Flink's MemorySize syntax: a number and an optional unit (b, kb, mb, gb, tb; powers
+    of 1024, case-insensitive, spaces allowed)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise CatalogError(f"invalid memory size '{text}' (expected e.g. '128mb', '1 kb')")
+    size = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if size <= 0:
+        raise CatalogError(f"memory size must be positive, got '{text}'")
+    return size
+
+
+class FileSink(TableSink):
+    def __init__(self, table: TableEntry, context: OperatorContext) -> None:
+        path = table.options.get("path")
+        if not path:
+            raise CatalogError(f"filesystem table '{table.name}' needs a 'path' option")
+        self.format = table.options.get("format", "parquet").lower()
+        if self.format not in FORMATS:
+            raise CatalogError(f"unsupported format '{self.format}' "
+                               f"(supported: {', '.join(FORMATS)})")
+        self.table = table
+        self.directory = Path(path)
+        self.schema = normalized_schema(table.schema)
+        self.max_bytes = parse_memory_size(table.options.get(ROLLING_SIZE, DEFAULT_ROLLING_SIZE))
+        self.prefix = f"part-{uuid.uuid4()}"
+        self.count = 0
+        self._file: _PartFile | None = None
+
+    def write(self, batch: pa.RecordBatch, kinds: np.ndarray | None) -> None:
+        if kinds is not None and bool((kinds != INSERT).any()):
+            raise ExecutionError(f"filesystem table '{self.table.name}' cannot store "
+                                 "updates or deletes (its input must be insert-only)")
+        if not batch.num_rows:
+            return
+        rows = max(1, int(_SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+        for start in range(0, batch.num_rows, rows):
+            if self._file is None:
+                self._file = self._open()
+            self._file.write(batch.slice(start, rows))
+            if self._file.size() >= self.max_bytes:
+                self._roll()
+
+    def finish(self) -> None:
+        self._roll()
+
+    def close(self) -> None:
+        self._roll()
+
+    def _open(self) -> _PartFile:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"{self.prefix}-{self.count}.{self.format}"
+        self.count += 1
+        return _PartFile(self.directory / name, self.format, self.schema, self.table.options)
+
+    def _roll(self) -> None:
+        if self._file is not None:
+            current, self._file = self._file, None
+            current.commit()
+
+
+class _PartFile:
+    """One part file being written under its in-progress name."""
+
+    def __init__(self, final: Path, fmt: str, schema: pa.Schema,
+                 options: dict[str, str]) -> None:
+        self.final = final
+        self.in_progress = final.with_name(f".{final.name}.inprogress")
+        self.format = fmt
+        self.schema = schema
+        self.sink = pa.OSFile(str(self.in_progress), "wb")
+        self.parquet: pq.ParquetWriter | None = None
+        self.csv: pcsv.CSVWriter | None = None
+        if fmt == "parquet":
+            self.parquet = pq.ParquetWriter(self.sink, schema)
+        elif fmt == "csv":
+            self.csv = pcsv.CSVWriter(self.sink, schema, write_options=_csv_write_options(options))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+        if self.parquet is not None:
+            self.parquet.write_batch(batch)
+        elif self.csv is not None:
+            self.csv.write_batch(batch)
+        else:
+            self.sink.write(_json_lines(batch))
+
+    def size(self) -> int:
+        return int(self.sink.tell())
+
+    def commit(self) -> None:
+        """Close the file and make it visible under its final name."""
+        if self.parquet is not None:
+            self.parquet.close()
+        elif self.csv is not None:
+            self.csv.close()
+        self.sink.close()
+        os.replace(self.in_progress, self.final)
+
+
+def _csv_write_options(options: dict[str, str]) -> pcsv.WriteOptions:
+    delimiter = options.get("csv.field-delimiter", ",")
+    if delimiter == "\\t":
+        delimiter = "\t"
+    header = options.get("csv.ignore-first-line", "false").lower() == "true"
+    null_literal = options.get("csv.null-literal")
+    if null_literal is None:
+        return pcsv.WriteOptions(include_header=header, delimiter=delimiter)
+    return pcsv.WriteOptions(include_header=header, delimiter=delimiter,
+                             null_string=null_literal, quoting_style="all_valid")
+
+
+def _json_lines(batch: pa.RecordBatch) -> bytes:
+    """``{"a": 1, "b": "x"}`` per row: each column is turned into JSON text at once, then
+    the lines are joined element-wise."""
+    n = batch.num_rows
+    parts: list[pa.Array] = []
+    for index, (name, column) in enumerate(zip(batch.schema.names, batch.columns)):
+        key = ("{" if index == 0 else ", ") + json.dumps(name) + ": "
+        parts.append(pa.array([key] * n, pa.string()))
+        parts.append(pc.fill_null(_json_column(column), "null"))
+    parts.append(pa.array(["}\n"] * n, pa.string()))
+    lines = pc.binary_join_element_wise(*parts, "")
+    return "".join(lines.to_pylist()).encode("utf-8")
+
+
+def _json_column(column: pa.Array) -> pa.Array:
+    t = column.type
+    if T.is_integer(t) or T.is_decimal(t) or pa.types.is_boolean(t):
+        # Arrow's decimal text is exact ('1.50', '1E-7'), a valid JSON number
+        return pc.cast(column, pa.string())
+    if T.is_float(t):
+        values = column.to_pylist()
+        if any(v is not None and not math.isfinite(v) for v in values):
+            raise ExecutionError("JSON cannot represent NaN or infinite values")
+        return pa.array([None if v is None else repr(float(v)) for v in values], pa.string())
+    if T.is_temporal(t) or T.is_string(t):
+        text = pc.cast(column, pa.string())
+    else:
+        raise ExecutionError(f"the json format cannot write {T.sql_name(t)} values")
+    return pa.array([None if v is None else json.dumps(v) for v in text.to_pylist()],
+                    pa.string())
