@@ -103,7 +103,7 @@ def materialize(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> pa.Tabl
 
 def _cancel(data: pa.Table, adds: np.ndarray) -> pa.Table:
     n = data.num_rows
-    rows = _row_ids(data)
+    rows = row_ids(data)
     # occurrence number of each row among the equal rows of its own kind, in log order
     kind_rows = rows * 2 + adds
     order = np.lexsort((np.arange(n), kind_rows))
@@ -120,7 +120,7 @@ def _cancel(data: pa.Table, adds: np.ndarray) -> pa.Table:
     return data.filter(pa.array(adds & ~cancelled))
 
 
-def _row_ids(data: pa.Table) -> np.ndarray:
+def row_ids(data: pa.Table) -> np.ndarray:
     """One int64 per row, equal exactly for equal rows (NULL equals NULL here)."""
     codes = []
     for column in data.combine_chunks().columns:

@@ -36,8 +36,9 @@ row, then phase (padded retractions before joined accumulations; joined retracti
 before padded re-insertions), then stored-row order. Stored rows keep insertion order,
 which is the order matches are emitted in. Applying a batch to its own side's multiset
 finds the stored rows equal to batch rows among those with the same key (another Acero
-key join) and compares whole rows there (``changelog._row_ids``). There is no state TTL: state grows with the
-number of distinct rows, as an unbounded join's state does in Flink without TTL.
+key join) and compares whole rows there (``changelog.row_ids``). There is no state TTL:
+state grows with the number of distinct rows, as an unbounded join's state does in Flink
+without TTL.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ from flowsql.planner.physical_streaming import StreamJoinExec
 from flowsql.runtime.changelog import (
     DELETE,
     INSERT,
-    _row_ids,
     data_columns,
     is_addition,
+    row_ids,
     row_kinds,
     with_row_kinds,
 )
@@ -196,7 +197,7 @@ class StreamJoinOperator(Operator):
         else:
             candidates = np.arange(stored.num_rows)
         both = pa.concat_tables([stored.take(pa.array(candidates, pa.int64())), fresh])
-        ids = _row_ids(both.select(side.data_names))
+        ids = row_ids(both.select(side.data_names))
         stored_ids, batch_ids = ids[:len(candidates)], ids[len(candidates):]
         delta = fresh.column(COUNT).to_numpy()
         net = np.bincount(batch_ids, weights=delta, minlength=len(ids)).astype(np.int64)
