@@ -20,7 +20,7 @@ from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, ViewEntry
 from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.sql.bind_query import QueryBinder
+from flowsql.sql.bind_query import QueryBinder, bind_table
 from flowsql.sql.dialect import DIALECT
 from flowsql.sql.statements import (
     CreateTableStatement,
@@ -258,7 +258,8 @@ def _create_table(session: Session, statement: CreateTableStatement) -> Result:
         if schema is None:
             raise CatalogError(f"table '{statement.name}': the {connector} connector needs a "
                                "column list")
-        entry = TableEntry(statement.name, schema, options, watermark=statement.watermark)
+        entry = TableEntry(statement.name, schema, options, watermark=statement.watermark,
+                           computed=statement.computed)
     else:
         raise CatalogError(f"unknown connector '{connector}' for table '{statement.name}' "
                            "(supported: filesystem, datagen, print, blackhole)")
@@ -287,7 +288,7 @@ def _filesystem_table(statement: CreateTableStatement, options: dict[str, str]) 
     if schema is None:
         schema = infer_schema(options)
     return TableEntry(statement.name, schema, options, table_statistics(options),
-                      statement.watermark)
+                      statement.watermark, statement.computed)
 
 
 def _datagen_table(statement: CreateTableStatement, options: dict[str, str]) -> TableEntry:
@@ -301,7 +302,8 @@ def _datagen_table(statement: CreateTableStatement, options: dict[str, str]) -> 
                            "list")
     table = DatagenTable(schema, options)
     return TableEntry(statement.name, schema, options,
-                      TableStatistics(row_count=table.total_rows), statement.watermark)
+                      TableStatistics(row_count=table.total_rows), statement.watermark,
+                      statement.computed)
 
 
 def _create_view(session: Session, statement: CreateViewStatement) -> Result:
@@ -339,7 +341,9 @@ def _describe(session: Session, statement: DescribeStatement) -> Result:
     entry = session.catalog.get(statement.name)
     if entry is None:
         raise CatalogError(f"table '{statement.name}' does not exist")
-    if isinstance(entry, TableEntry):
+    if isinstance(entry, TableEntry) and entry.computed:
+        fields = [(f.name, f.dtype, f.nullable) for f in bind_table(entry).schema]
+    elif isinstance(entry, TableEntry):
         fields = [(f.name, T.normalize_storage_type(f.type), f.nullable) for f in entry.schema]
     else:
         plan = QueryBinder(session.catalog, entry.sql, _parse_view).bind(_parse_view(entry.sql))

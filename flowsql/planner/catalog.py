@@ -1,6 +1,8 @@
 """Catalog entries: tables (a connector plus options and a schema) and views (SQL text).
 
-The catalog is a plain in-memory registry owned by a session. Entries are immutable.
+The catalog is a plain in-memory registry owned by a session. Entries are immutable and
+hold only data (names, Arrow types, option strings, SQL text), never bound expressions or
+code, so they can be written out and read back as they are.
 """
 
 from __future__ import annotations
@@ -33,15 +35,42 @@ class WatermarkSpec:
 
 
 @dataclass(frozen=True)
+class ComputedColumn:
+    """``name AS expression`` in CREATE TABLE (Flink's computed column): a column computed
+    from the table's physical columns each time a row is read, never stored.
+
+    ``expression`` is the SQL text (flowsql dialect), bound anew against the physical columns
+    wherever the table is read, as a view's text is -- the entry stays data. ``position`` is
+    the column's index among all declared columns, physical and computed: queries see the
+    columns in declaration order. ``PROCTIME()`` as the whole expression makes the column a
+    processing-time attribute (the wall-clock time when the row passes the scan).
+    """
+
+    name: str
+    expression: str
+    position: int
+
+    @property
+    def is_proctime(self) -> bool:
+        return self.expression.replace(" ", "").upper() == "PROCTIME()"
+
+
+@dataclass(frozen=True)
 class TableEntry:
     """A table backed by a connector. ``options`` are the DDL's WITH properties;
-    ``watermark`` is the DDL's WATERMARK clause (None: the table has no event time)."""
+    ``watermark`` is the DDL's WATERMARK clause (None: the table has no event time); its
+    column may be a physical or a computed one.
+
+    ``schema`` holds the *physical* columns only: what the connector reads and what
+    INSERT INTO writes. ``computed`` are the computed columns (see :class:`ComputedColumn`),
+    which readers add above the scan."""
 
     name: str
     schema: pa.Schema
     options: dict[str, str] = field(default_factory=dict)
     statistics: TableStatistics = field(default_factory=TableStatistics)
     watermark: WatermarkSpec | None = None
+    computed: tuple[ComputedColumn, ...] = ()
 
     @property
     def connector(self) -> str:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import cast
 
+import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 
 from flowsql.errors import BindError
@@ -28,6 +31,7 @@ from flowsql.planner.expressions import (
     conjoin,
     render,
     transform,
+    walk,
 )
 from flowsql.planner.logical import (
     Aggregate,
@@ -514,9 +518,8 @@ class QueryBinder:
                 hint = f"; did you mean '{next(c for c in candidates if c.lower() == close[0])}'?"
             raise self.error(f"table '{name}' not found{hint}", node)
         if isinstance(entry, TableEntry):
-            fields = tuple(Field.fresh(f.name, T.normalize_storage_type(f.type), f.nullable)
-                           for f in entry.schema)
-            return Scan(entry, fields, alias=node.alias or None), [f.name for f in fields]
+            plan = bind_table(entry, node.alias or None)
+            return plan, [f.name for f in plan.schema]
         assert isinstance(entry, ViewEntry)
         return self._bind_view(entry, node)
 
@@ -620,6 +623,82 @@ class QueryBinder:
                 keys.append(sort_key(expr, ordered))
             plan = Sort(plan, tuple(keys))
         return self._limit(node, plan)
+
+
+# -- tables and their computed columns ---------------------------------------------------
+#: the type of ``PROCTIME()``: Flink's TIMESTAMP_LTZ(3)
+PROCTIME_TYPE = pa.timestamp("ms", tz="UTC")
+
+
+def bind_table(entry: TableEntry, alias: str | None = None) -> LogicalPlan:
+    """The plan reading ``entry``: a Scan of its physical columns and, when the table
+    declares computed columns, a Project right above it that passes every physical column
+    through under its scan id and computes the others, all in declaration order.
+
+    So the source reads only physical columns, and a WATERMARK on a computed column names a
+    field of that Project (not of the Scan): the streaming pass assigns watermarks above the
+    Project in that case.
+    """
+    fields = tuple(Field.fresh(f.name, T.normalize_storage_type(f.type), f.nullable)
+                   for f in entry.schema)
+    scan = Scan(entry, fields, alias=alias)
+    if not entry.computed:
+        return scan
+    exprs: list[Expr] = [f.ref() for f in fields]
+    out: list[Field] = list(fields)
+    for column in sorted(entry.computed, key=lambda c: c.position):
+        text = column.expression
+        node = cast(exp.Expression, sqlglot.parse_one(text, read=DIALECT))
+        expr = bind_computed_column(column.name, node, fields, text)
+        at = min(column.position, len(out))
+        exprs.insert(at, expr)
+        out.insert(at, Field.fresh(column.name, expr.dtype, nullable=not column.is_proctime))
+    return Project(scan, tuple(exprs), tuple(out))
+
+
+def bind_computed_column(name: str, node: exp.Expression, physical: tuple[Field, ...],
+                         sql: str) -> Expr:
+    """Computed column ``name``'s expression bound against the table's physical columns
+    (``sql`` is the text ``node``'s positions refer to, for error excerpts).
+
+    Allowed: row-wise expressions over physical columns -- other computed columns are not
+    visible, as in Flink -- and ``PROCTIME()`` as the whole expression. Aggregates, window
+    functions and subqueries have no meaning for one row being read and are rejected.
+    Every error names the computed column.
+    """
+    def error(message: str, at: exp.Expression | None) -> BindError:
+        line, col = node_position(at)
+        if isinstance(at, exp.Anonymous) and "col" in at.meta:
+            # a function name is no identifier: its recorded column is the name's last one
+            line, col = at.meta.get("line"), at.meta["col"] - len(at.name) + 1
+        return BindError(f"computed column '{name}': {message}", line, col, sql)
+
+    if _is_proctime(node):
+        if node.expressions:
+            raise error("PROCTIME() takes no arguments", node)
+        return Call("proctime", (), PROCTIME_TYPE)
+    nested = next((n for n in node.find_all(exp.Anonymous) if _is_proctime(n)), None)
+    if nested is not None:
+        raise error("PROCTIME() must be the whole expression (pt AS PROCTIME())", nested)
+
+    def no_subquery(query: exp.Expression, scope: Scope) -> LogicalPlan:
+        raise error("a subquery is not allowed here", query)
+
+    binder = ExpressionBinder(sql, no_subquery)
+    try:
+        expr = binder.bind(node, Scope(relations=[Relation(None, list(physical))]))
+    except BindError as e:
+        if e.bare_message.startswith("computed column '"):
+            raise
+        raise BindError(f"computed column '{name}': {e.bare_message}", e.line, e.col,
+                        sql) from None
+    if any(isinstance(e, AggCall | WindowCall) for e in walk(expr)):
+        raise error("aggregate and window functions are not allowed here", node)
+    return expr
+
+
+def _is_proctime(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME"
 
 
 _SET_KINDS: dict[type, str] = {exp.Union: "union", exp.Intersect: "intersect",

@@ -17,7 +17,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from flowsql.errors import SqlSyntaxError
-from flowsql.planner.catalog import WatermarkSpec
+from flowsql.planner import types as T
+from flowsql.planner.catalog import ComputedColumn, WatermarkSpec
+from flowsql.planner.schema import Field
+from flowsql.sql.bind_query import bind_computed_column
 from flowsql.sql.dialect import DIALECT
 from flowsql.sql.literals import interval_value
 from flowsql.sql.positions import node_position
@@ -63,6 +66,8 @@ class CreateTableStatement(Statement):
     if_not_exists: bool = False
     replace: bool = False
     watermark: WatermarkSpec | None = None
+    #: computed columns (``name AS expr``); ``columns`` holds the physical ones
+    computed: tuple[ComputedColumn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -264,8 +269,10 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
     target = ast.this
     columns: tuple[ColumnSpec, ...] | None = None
     watermark: WatermarkSpec | None = None
+    computed: tuple[ComputedColumn, ...] = ()
     if isinstance(target, exp.Schema):
-        specs = []
+        specs: list[ColumnSpec] = []
+        expressions: list[tuple[exp.ColumnDef, exp.Expression, int]] = []
         for col in target.expressions:
             if isinstance(col, exp.WatermarkColumnConstraint):
                 if watermark is not None:
@@ -274,14 +281,24 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
                 continue
             if not isinstance(col, exp.ColumnDef):
                 continue
+            position = len(specs) + len(expressions)
+            expression = _computed_expression(col, text)
+            if expression is not None:
+                expressions.append((col, expression, position))
+                continue
             not_null = any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
                            and not c.args["kind"].args.get("allow_null")
                            for c in col.args.get("constraints") or [])
             specs.append(ColumnSpec(col.name, to_arrow_type(col.args["kind"], text),
                                     not not_null))
         columns = tuple(specs)
+        _check_unique_names(target, text)
+        types: dict[str, pa.DataType] = {c.name.lower(): c.dtype for c in columns}
+        if expressions:
+            computed, computed_types = _computed_columns(expressions, columns, target, text)
+            types.update(computed_types)
         if watermark is not None:
-            _check_rowtime(watermark, columns, target, text)
+            _check_rowtime(watermark, types, computed, target, text)
         target = target.this
     options: dict[str, str] = {}
     props = ast.args.get("properties")
@@ -292,7 +309,55 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
             options[key] = value.name if isinstance(value, exp.Expression) else str(value)
     return CreateTableStatement(text, start, end, name=target.name, columns=columns,
                                 options=options, if_not_exists=bool(ast.args.get("exists")),
-                                replace=bool(ast.args.get("replace")), watermark=watermark)
+                                replace=bool(ast.args.get("replace")), watermark=watermark,
+                                computed=computed)
+
+
+def _computed_expression(col: exp.ColumnDef, text: str) -> exp.Expression | None:
+    """The expression of a computed column ``name AS expr``, None for a physical column."""
+    constraints = [c.args.get("kind") for c in col.args.get("constraints") or []]
+    found = [c for c in constraints if isinstance(c, exp.ComputedColumnConstraint)]
+    if not found:
+        return None
+    if col.args.get("kind") is not None:
+        raise _syntax_error(f"computed column '{col.name}' takes its type from its "
+                            f"expression: write {col.name} AS <expression> without a type",
+                            col, text)
+    others = [c for c in constraints
+              if not isinstance(c, exp.ComputedColumnConstraint | exp.CommentColumnConstraint)]
+    if len(found) > 1 or others or found[0].args.get("persisted"):
+        raise _syntax_error(f"computed column '{col.name}': expected {col.name} AS "
+                            "<expression> [COMMENT '...'] with no other constraint", col, text)
+    return cast(exp.Expression, found[0].this)
+
+
+def _computed_columns(expressions: list[tuple[exp.ColumnDef, exp.Expression, int]],
+                      columns: tuple[ColumnSpec, ...], table: exp.Schema, text: str
+                      ) -> tuple[tuple[ComputedColumn, ...], dict[str, pa.DataType]]:
+    """Bind every computed column against the physical columns now, so a bad expression
+    fails the DDL (naming the unknown column or the type error at its position) rather
+    than the first query; returns the catalog records and each column's type."""
+    if not columns:
+        raise _syntax_error("a table with computed columns must declare its physical "
+                            "columns (name TYPE) too", table, text)
+    physical = tuple(Field.fresh(c.name, T.normalize_storage_type(c.dtype), c.nullable)
+                     for c in columns)
+    records: list[ComputedColumn] = []
+    types: dict[str, pa.DataType] = {}
+    for col, expression, position in expressions:
+        bound = bind_computed_column(col.name, expression, physical, text)
+        records.append(ComputedColumn(col.name, expression.sql(dialect=DIALECT), position))
+        types[col.name.lower()] = bound.dtype
+    return tuple(records), types
+
+
+def _check_unique_names(table: exp.Schema, text: str) -> None:
+    seen: set[str] = set()
+    for col in table.expressions:
+        if isinstance(col, exp.ColumnDef):
+            if col.name.lower() in seen:
+                raise _syntax_error(f"column '{col.name}' is declared twice", col, text)
+            seen.add(col.name.lower())
 
 
 def _syntax_error(message: str, node: exp.Expression, text: str) -> SqlSyntaxError:
@@ -329,14 +394,22 @@ def _watermark(node: exp.WatermarkColumnConstraint, text: str) -> WatermarkSpec:
     return WatermarkSpec(column.name, delay)
 
 
-def _check_rowtime(watermark: WatermarkSpec, columns: tuple[ColumnSpec, ...],
-                   table: exp.Expression, text: str) -> None:
-    match = [c for c in columns if c.name.lower() == watermark.column.lower()]
-    if not match:
+def _check_rowtime(watermark: WatermarkSpec, types: dict[str, pa.DataType],
+                   computed: tuple[ComputedColumn, ...], table: exp.Expression,
+                   text: str) -> None:
+    """The WATERMARK column (physical or computed) must exist and be a TIMESTAMP, and it
+    cannot be a PROCTIME() column: a column is a rowtime or a proctime attribute, not both."""
+    name = watermark.column.lower()
+    if name not in types:
         raise _syntax_error(f"WATERMARK FOR '{watermark.column}': no such column", table, text)
-    if not pa.types.is_timestamp(match[0].dtype):
+    if any(c.name.lower() == name and c.is_proctime for c in computed):
+        raise _syntax_error(f"WATERMARK FOR '{watermark.column}': a PROCTIME() column is a "
+                            "processing-time attribute and cannot be the rowtime column",
+                            table, text)
+    dtype = types[name]
+    if not pa.types.is_timestamp(dtype):
         raise _syntax_error(f"WATERMARK FOR '{watermark.column}': the rowtime column must be "
-                            f"a TIMESTAMP, not {match[0].dtype}", table, text)
+                            f"a TIMESTAMP, not {dtype}", table, text)
 
 
 def parse_statements(text: str) -> list[Statement]:

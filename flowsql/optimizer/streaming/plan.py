@@ -60,6 +60,7 @@ from flowsql.planner.physical_streaming import (
     StreamJoinExec,
     WatermarkAssignerExec,
 )
+from flowsql.planner.schema import Field
 
 #: aggregates the changelog group aggregate computes
 GROUP_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
@@ -147,7 +148,26 @@ class _Planner:
         rowtimes = frozenset(moved[c] for c in info.rowtimes if c in moved)
         windows = tuple((moved[s], moved[e]) for s, e in info.windows
                         if s in moved and e in moved)
-        return replace(node, input=child), replace(info, rowtimes=rowtimes, windows=windows)
+        out: PhysicalPlan = replace(node, input=child)
+        computed = self._computed_rowtime(node, child)
+        if computed is not None:
+            spec = child.table.watermark  # type: ignore[attr-defined]
+            out = WatermarkAssignerExec(out, computed.ref(), spec.delay_ms, self.interval,
+                                        node.est_rows)
+            rowtimes |= {computed.cid}
+        return out, replace(info, rowtimes=rowtimes, windows=windows)
+
+    @staticmethod
+    def _computed_rowtime(node: ProjectExec, child: PhysicalPlan) -> Field | None:
+        """The field of ``node`` computing its scan's WATERMARK column, when that column
+        is a computed one (the binder puts computed columns in a Project on the scan)."""
+        if not isinstance(child, TableScanExec) or child.table.watermark is None:
+            return None
+        column = child.table.watermark.column.lower()
+        if not any(c.name.lower() == column for c in child.table.computed):
+            return None
+        return next((f for e, f in zip(node.exprs, node.fields)
+                     if f.name.lower() == column and not isinstance(e, ColumnRef)), None)
 
     def exchange(self, node: ExchangeExec) -> tuple[PhysicalPlan, StreamInfo]:
         return self.convert(node.input)

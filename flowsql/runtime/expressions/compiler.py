@@ -106,7 +106,8 @@ def _finish(expr: Expr, run: Run, args: list[Node]) -> Node:
             raise ExecutionError(f"cannot evaluate {render(expr)}: {_clean(e)}") from None
 
     node = Node(guarded, dtype)
-    if all(a.constant for a in args):
+    # A call without arguments (PROCTIME) reads the clock: it is evaluated per batch.
+    if args and all(a.constant for a in args):
         try:
             value = guarded(_UNIT_BATCH)
         except FlowSQLError:

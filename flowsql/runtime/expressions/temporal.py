@@ -1,4 +1,4 @@
-"""EXTRACT(field FROM x) and date_trunc(unit, x) over dates and timestamps.
+"""EXTRACT(field FROM x) and date_trunc(unit, x) over dates and timestamps; PROCTIME().
 
 Fields follow DuckDB: every field is an integer (seconds without their fraction), ``dow``
 counts from Sunday = 0, ``week`` is the ISO week, ``epoch`` is seconds since 1970 as a
@@ -8,6 +8,7 @@ planner's rule), weeks start on Monday.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -81,3 +82,16 @@ def _date_trunc(call: Call, args: list[Node]) -> Run:
                                                           "millisecond", "microsecond"):
         return run
     return lambda batch: pc.floor_temporal(run(batch), unit=unit, week_starts_monday=True)
+
+
+@register("proctime", strict=False)
+def _proctime(call: Call, args: list[Node]) -> Run:
+    """Flink's PROCTIME(): the wall-clock time when a batch is evaluated, as TIMESTAMP_LTZ(3)
+    (epoch milliseconds, UTC). One value per batch -- its rows pass the operator together --
+    read afresh for every batch (the compiler never folds a call without arguments)."""
+    dtype = call.dtype
+
+    def now(batch: pa.RecordBatch) -> Datum:
+        return pa.scalar(time.time_ns() // 1_000_000, dtype)
+
+    return now
