@@ -42,8 +42,8 @@ class Result:
 
     ``kind`` is one of: query, explain, ddl, show, describe, set, job. Queries, SHOW,
     DESCRIBE and EXPLAIN carry a table; DDL and SET carry a message; ``INSERT INTO``
-    carries the running ``job``. A query in streaming mode also carries its ``changelog``
-    (and no table when its input is unbounded).
+    carries the running ``job``. A query in streaming mode carries its ``changelog`` instead
+    of a table: it runs when ``stream()`` or ``to_arrow()`` reads it.
     """
 
     kind: str
@@ -58,7 +58,7 @@ class Result:
         """The result rows; in streaming mode, the final rows of the changelog (an error
         for an unbounded input, which has no final rows)."""
         if self.table is None and self.changelog is not None:
-            return self.changelog.final()  # type: ignore[no-any-return]
+            self.table = self.changelog.final()
         if self.table is None:
             return pa.table({})
         return self.table

@@ -154,9 +154,9 @@ def _query(session: Session, statement: QueryStatement) -> Result:
 
 def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text: str
                   ) -> Result:
-    """A SELECT in streaming mode: a changelog. Over bounded input it runs to the end now
-    (so ``to_arrow`` has the final rows and ``stream`` replays the changelog); over an
-    unbounded input it starts when ``Result.stream()`` is iterated."""
+    """A SELECT in streaming mode: a changelog that runs when it is read --
+    ``Result.stream()`` shows the changes as they happen, ``to_arrow()`` runs a query over
+    bounded input to its end and returns the final rows."""
     from flowsql.planner.schema import to_arrow_schema
     from flowsql.runtime.streaming.executor import StreamingRun
     from flowsql.runtime.streaming.job import ChangelogStream
@@ -165,12 +165,7 @@ def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text
     settings = dict(session.settings)
     stream = ChangelogStream(lambda: StreamingRun(physical, settings),
                              to_arrow_schema(physical.schema), info.bounded)
-    if not info.bounded:
-        return Result("query", plan_text=plan_text, changelog=stream)
-    started = time.perf_counter()
-    table = stream.record()
-    return Result("query", table=table, plan_text=plan_text, changelog=stream,
-                  metrics={"seconds": time.perf_counter() - started})
+    return Result("query", plan_text=plan_text, changelog=stream)
 
 
 def _insert(session: Session, statement: InsertStatement) -> Result:

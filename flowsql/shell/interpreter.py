@@ -18,8 +18,15 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
+import pyarrow as pa
+
 from flowsql.errors import FlowSQLError
-from flowsql.shell.render import render_result, render_table, row_count_footer
+from flowsql.shell.render import (
+    render_changelog,
+    render_result,
+    render_table,
+    row_count_footer,
+)
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
@@ -88,7 +95,28 @@ class Interpreter:
                 return
             if result is None:
                 return
+            if result.table is None and result.changelog is not None:
+                self._stream_changes(result)
+                continue
             self.write(self._report(result, time.perf_counter() - started))
+
+    def _stream_changes(self, result: Result) -> None:
+        """A streaming query: its changes as they happen, until it ends or Ctrl-C."""
+        changes = result.stream()
+        first, count = True, 0
+        try:
+            for batch in changes:
+                text = render_changelog(pa.Table.from_batches([batch]), header=first)
+                first, count = False, count + batch.num_rows
+                if text:
+                    self.write(text)
+        except KeyboardInterrupt:
+            self.write("(stopped)")
+        except FlowSQLError as error:
+            self.report_error(f"Error: {error}")
+        finally:
+            changes.close()  # type: ignore[attr-defined]
+        self.write(f"({count} changes)")
 
     def _report(self, result: Result, seconds: float) -> str:
         if result.kind == "explain" or result.table is None:

@@ -101,3 +101,12 @@ def test_query_rows_and_row_limit() -> None:
     lines = out.getvalue().splitlines()
     assert lines[:4] == ["x", "-", "1", "2"]
     assert re.fullmatch(r"3 rows in \d+\.\d\d s \(showing first 2\)", lines[4])
+
+
+def test_streaming_query_prints_its_changes_as_they_come() -> None:
+    session = flowsql.connect(**{"execution.runtime-mode": "streaming"})
+    interpreter, out, _ = make(session)
+    interpreter.handle(
+        "SELECT k, COUNT(*) AS n FROM (VALUES ('a'), ('b'), ('a')) AS t(k) GROUP BY k;")
+    assert out.getvalue().splitlines() == [
+        "op | k | n", "+I | a | 1", "+I | b | 1", "-U | a | 1", "+U | a | 2", "(4 changes)"]

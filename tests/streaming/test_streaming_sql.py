@@ -127,6 +127,9 @@ def test_spark_engine_refuses_streaming_mode(session: flowsql.Session) -> None:
 
 def test_reading_a_sink_only_table_is_an_error(session: flowsql.Session) -> None:
     session.sql("CREATE TABLE out (k STRING) WITH ('connector' = 'blackhole')")
+    with pytest.raises(PlanError, match="can only be written to"):
+        session.sql("SELECT k FROM out")
+    session.sql("SET 'execution.runtime-mode' = 'batch'")
     with pytest.raises(ExecutionError, match="can only be written to"):
         session.sql("SELECT k FROM out")
 

@@ -116,6 +116,9 @@ class _Planner:
     # -- leaves ---------------------------------------------------------------------------
     def scan(self, node: TableScanExec) -> tuple[PhysicalPlan, StreamInfo]:
         table = node.table
+        if table.connector in ("print", "blackhole"):
+            raise PlanError(f"table '{table.name}' ({table.connector} connector) can only be "
+                            "written to (INSERT INTO), not read")
         bounded = is_bounded_table(table.options, table.statistics.row_count)
         info = StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
         spec = table.watermark

@@ -121,22 +121,12 @@ class ChangelogStream:
         self.schema = schema
         self.bounded = bounded
         self.run: StreamingRun | None = None
-        self._recorded: list[pa.RecordBatch] | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        """Raw output: plan columns (+ the row kinds of an updating result); a recorded
-        run is replayed."""
-        if self._recorded is not None:
-            yield from self._recorded
-            return
+        """Raw output: plan columns (+ the row kinds of an updating result); every
+        iteration is a new run of the query."""
         self.run = self._make_run()
         yield from self.run.batches()
-
-    def record(self) -> pa.Table:
-        """Run to the end (bounded input only), keep the changelog for replay, and return
-        the final rows."""
-        self._recorded = list(self.batches())
-        return self.final()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         width = len(self.schema)
