@@ -138,7 +138,8 @@ class DatagenSource(Source):
         while total is None or self.position < total:
             count = size if total is None else min(size, total - self.position)
             if rate > 0:
-                wait = started + emitted_here / rate - self._clock()
+                # a batch goes out when its last row is due: rows wait for their batch
+                wait = started + (emitted_here + count) / rate - self._clock()
                 if wait > 0:
                     self._sleep(wait)
             batch = self.table.rows(self.position, count)

@@ -79,7 +79,7 @@ def test_unbounded_source_is_throttled_to_rows_per_second(timeout: str, size: in
     produced = source.produce()
     sizes = [next(produced).num_rows for _ in range(3)]
     assert sizes == [size, size, size]
-    assert sleeps == pytest.approx([pause, pause])
+    assert sleeps == pytest.approx([pause, pause, pause])
     assert source.position == 3 * size
 
 
