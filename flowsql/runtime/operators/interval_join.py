@@ -49,6 +49,7 @@ from flowsql.runtime.operators.joining.condition import JoinCondition
 from flowsql.runtime.operators.joining.sides import SideState, assemble
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.state.keyed_table import KEY_GROUP
+from flowsql.runtime.state.progress import EventTimeProgress
 from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
@@ -56,7 +57,6 @@ TIME, MATCHED, ROW_ID = "$time", "$matched", "$row_id"
 _BOOKKEEPING = (pa.field(TIME, pa.int64(), nullable=False),
                 pa.field(MATCHED, pa.bool_(), nullable=False),
                 pa.field(ROW_ID, pa.int64(), nullable=False))
-_PROGRESS = pa.schema([("watermark", pa.int64()), ("next_counter", pa.int64())])
 _ID_SHIFT = 16  # row id = (counter << 16) | subtask index: unique across subtasks
 KINDS = ("inner", "left", "right", "full")
 
@@ -78,13 +78,12 @@ class IntervalJoinOperator(Operator):
                                         node.right_keys, node.residual)
         self._times = (compile_expr(node.left_time, node.left.schema),
                        compile_expr(node.right_time, node.right.schema))
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 int(context.settings.get("max_parallelism", "128")))
+        self._store = StateStore.for_context(context)
         types = self._condition.key_types
         self._sides = (SideState(self._store, "left", node.left.schema, types, _BOOKKEEPING),
                        SideState(self._store, "right", node.right.schema, types, _BOOKKEEPING))
         self._timers = self._store.timers("expiry")
-        self._progress = self._store.list_state("progress", _PROGRESS, "union")
+        self._progress = EventTimeProgress(self._store)
         self._watermark = MIN_WATERMARK
         self._next_counter = 0
         # end of input is not checkpointed: no checkpoint is taken after an input ended
@@ -223,14 +222,11 @@ class IntervalJoinOperator(Operator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.update(pa.table({"watermark": [self._watermark],
-                                        "next_counter": [self._next_counter]},
-                                       schema=_PROGRESS))
+        self._progress.save(self._watermark, self._next_counter)
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
-        progress = self._progress.rows
-        if progress.num_rows:
-            self._watermark = int(pc.min(progress.column("watermark")).as_py())
-            self._next_counter = int(pc.max(progress.column("next_counter")).as_py())
+        restored = self._progress.restored()
+        if restored is not None:
+            self._watermark, self._next_counter = restored

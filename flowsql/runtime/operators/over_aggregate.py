@@ -65,11 +65,11 @@ from flowsql.runtime.operators.over.evaluate import (
 )
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.state.keyed_table import KEY_GROUP
+from flowsql.runtime.state.progress import EventTimeProgress
 from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
-_PROGRESS = pa.schema([("watermark", pa.int64()), ("next_seq", pa.int64())])
 
 
 class OverAggregateOperator(Operator):
@@ -108,12 +108,11 @@ class OverAggregateOperator(Operator):
         self._key_fns = [compile_expr(k, schema) for k in self.node.partition_keys]
         self._arg_fns = [None if e is None else compile_expr(e, schema)
                          for e in self._arguments]
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 int(context.settings.get("max_parallelism", "128")))
+        self._store = StateStore.for_context(context)
         self._pending = self._store.keyed_table("pending", self._pending_schema)
         self._history = self._store.keyed_table("history", self._history_schema)
         self._timers = self._store.timers("pending")
-        self._progress = self._store.list_state("progress", _PROGRESS, "union")
+        self._progress = EventTimeProgress(self._store)
         self._watermark = MIN_WATERMARK
         self._next_seq = 0
 
@@ -214,13 +213,11 @@ class OverAggregateOperator(Operator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.update(pa.table({"watermark": [self._watermark],
-                                        "next_seq": [self._next_seq]}, schema=_PROGRESS))
+        self._progress.save(self._watermark, self._next_seq)
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
-        progress = self._progress.rows
-        if progress.num_rows:
-            self._watermark = int(pc.min(progress.column("watermark")).as_py())
-            self._next_seq = int(pc.max(progress.column("next_seq")).as_py())
+        restored = self._progress.restored()
+        if restored is not None:
+            self._watermark, self._next_seq = restored

@@ -88,8 +88,7 @@ class StreamJoinOperator(Operator):
         node = self.node
         self._condition = JoinCondition(node.left.schema, node.right.schema, node.left_keys,
                                         node.right_keys, node.residual)
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 int(context.settings.get("max_parallelism", "128")))
+        self._store = StateStore.for_context(context)
         types = self._condition.key_types
         self._sides = (SideState(self._store, "left", node.left.schema, types, _BOOKKEEPING),
                        SideState(self._store, "right", node.right.schema, types, _BOOKKEEPING))

@@ -43,7 +43,6 @@ from flowsql.runtime.expressions import compile_predicate
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.batches import batch_size, make_batch
 from flowsql.runtime.operators.contract import PolledSource
-from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 from flowsql.runtime.state.store import StateStore
 
 _DONE = pa.schema([pa.field("path", pa.string(), nullable=False)])
@@ -69,9 +68,7 @@ class WatchedScanOperator(PolledSource):
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
-        max_parallelism = int(context.settings.get("max_parallelism",
-                                                   str(DEFAULT_MAX_PARALLELISM)))
-        self._store = StateStore(context.subtask_index, context.parallelism, max_parallelism)
+        self._store = StateStore.for_context(context)
         self._done = self._store.list_state("done", _DONE, "union")
         self._reading = self._store.list_state("reading", _READING, "union")
         self._batch_size = batch_size(context.settings)

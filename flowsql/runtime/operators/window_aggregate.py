@@ -47,12 +47,12 @@ from flowsql.runtime.operators.windowing.assign import assign_windows
 from flowsql.runtime.operators.windowing.sessions import merge_sessions
 from flowsql.runtime.operators.windowing.specs import WindowAggregateSpec
 from flowsql.runtime.state.keyed_table import KEY_GROUP
+from flowsql.runtime.state.progress import EventTimeProgress
 from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
 _ID_SHIFT = 16  # window id = (counter << 16) | subtask index: unique across subtasks
-_PROGRESS = pa.schema([("watermark", pa.int64()), ("next_counter", pa.int64())])
 
 
 class WindowAggregateOperator(Operator):
@@ -87,7 +87,7 @@ class WindowAggregateOperator(Operator):
                                  self.spec.max_parallelism)
         self._windows = self._store.keyed_table("windows", self._state_schema)
         self._timers = self._store.timers("windows")
-        self._progress = self._store.list_state("progress", _PROGRESS, "union")
+        self._progress = EventTimeProgress(self._store)
         self._watermark = MIN_WATERMARK
         self._next_counter = 0
 
@@ -256,14 +256,11 @@ class WindowAggregateOperator(Operator):
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.update(pa.table({"watermark": [self._watermark],
-                                        "next_counter": [self._next_counter]},
-                                       schema=_PROGRESS))
+        self._progress.save(self._watermark, self._next_counter)
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
-        progress = self._progress.rows
-        if progress.num_rows:
-            self._watermark = int(pc.min(progress.column("watermark")).as_py())
-            self._next_counter = int(pc.max(progress.column("next_counter")).as_py())
+        restored = self._progress.restored()
+        if restored is not None:
+            self._watermark, self._next_counter = restored

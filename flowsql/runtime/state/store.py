@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_range
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.list_state import Distribution, OperatorListState
@@ -34,6 +35,13 @@ class StateStore:
         self._keyed: dict[str, KeyedTableState] = {}
         self._lists: dict[str, OperatorListState] = {}
         self._timers: dict[str, TimerService] = {}
+
+    @classmethod
+    def for_context(cls, context: OperatorContext) -> StateStore:
+        """The store of the subtask ``context`` describes, with the job's
+        ``max_parallelism`` (the number of key groups)."""
+        setting = context.settings.get("max_parallelism", str(DEFAULT_MAX_PARALLELISM))
+        return cls(context.subtask_index, context.parallelism, int(setting))
 
     def keyed_table(self, name: str, schema: pa.Schema) -> KeyedTableState:
         self._check_new(name, self._keyed)

@@ -33,10 +33,6 @@ _ASCENDING = SortKey(Literal(None, pa.int64()), True, False)
 _DESCENDING = SortKey(Literal(None, pa.int64()), False, False)
 
 
-def max_parallelism(settings: dict[str, str]) -> int:
-    return int(settings.get("max_parallelism", "128"))
-
-
 def stored_data_schema(node: RankExec) -> pa.Schema:
     """The input columns under unique generated names."""
     arrow = to_arrow_schema(node.input.schema)
@@ -153,5 +149,5 @@ def output(node: RankExec, data: pa.RecordBatch, indices: np.ndarray,
 
 
 __all__ = ["KEY_GROUP", "as_batch", "compile_all", "concat_batches", "key_group_column",
-           "max_parallelism", "millis", "output", "partition_ids", "positions_in_runs",
+           "millis", "output", "partition_ids", "positions_in_runs",
            "rank", "renamed", "state_rows", "stored_data_schema"]

@@ -50,8 +50,7 @@ class TopN(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         self._partition, self._order = common.compile_all(self.node)
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 common.max_parallelism(context.settings))
+        self._store = StateStore.for_context(context)
         self._rows = self._store.keyed_table("rows", self._state_schema)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:

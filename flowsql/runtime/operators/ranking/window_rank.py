@@ -28,7 +28,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import RankExec
@@ -37,12 +36,12 @@ from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.ranking import common
 from flowsql.runtime.partitioning import hash_columns
+from flowsql.runtime.state.progress import EventTimeProgress
 from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
 _WINDOW_END = "__window_end"
-_PROGRESS = pa.schema([("watermark", pa.int64())])
 
 
 class WindowRank(Operator):
@@ -67,11 +66,10 @@ class WindowRank(Operator):
         schema = self.node.input.schema
         self._start = compile_expr(self.node.window[0], schema)
         self._end = compile_expr(self.node.window[1], schema)
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 common.max_parallelism(context.settings))
+        self._store = StateStore.for_context(context)
         self._rows = self._store.keyed_table("rows", self._state_schema)
         self._timers = self._store.timers("windows")
-        self._progress = self._store.list_state("progress", _PROGRESS, "union")
+        self._progress = EventTimeProgress(self._store)
         self._watermark = MIN_WATERMARK
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
@@ -128,11 +126,11 @@ class WindowRank(Operator):
         return common.output(self.node, data, permutation[kept], numbers[kept], None)
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.update(pa.table({"watermark": [self._watermark]}, schema=_PROGRESS))
+        self._progress.save(self._watermark)
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
-        progress = self._progress.rows
-        if progress.num_rows:
-            self._watermark = int(pc.min(progress.column("watermark")).as_py())
+        restored = self._progress.restored()
+        if restored is not None:
+            self._watermark = restored[0]
