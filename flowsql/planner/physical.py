@@ -72,6 +72,20 @@ class _Unary(PhysicalPlan):
         return replace(self, input=inputs[0])  # type: ignore[type-var]
 
 
+class _Binary(PhysicalPlan):
+    """A node with two inputs, ``left`` (input 0) and ``right`` (input 1)."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+
+    @property
+    def inputs(self) -> tuple[PhysicalPlan, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
+        return replace(self, left=inputs[0], right=inputs[1])  # type: ignore[type-var]
+
+
 @dataclass(frozen=True, eq=False)
 class FilterExec(_Unary):
     input: PhysicalPlan
@@ -96,7 +110,7 @@ class ProjectExec(_Unary):
 
 
 @dataclass(frozen=True, eq=False)
-class HashJoinExec(PhysicalPlan):
+class HashJoinExec(_Binary):
     """Equi-join on ``left_keys[i] = right_keys[i]`` plus an optional ``residual``.
 
     ``kind`` as in the logical Join (inner, left, right, full, semi, anti, mark, single).
@@ -120,16 +134,9 @@ class HashJoinExec(PhysicalPlan):
     def schema(self) -> Schema:
         return _join_schema(self.kind, self.left.schema, self.right.schema, self.mark)
 
-    @property
-    def inputs(self) -> tuple[PhysicalPlan, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
-        return replace(self, left=inputs[0], right=inputs[1])
-
 
 @dataclass(frozen=True, eq=False)
-class NestedLoopJoinExec(PhysicalPlan):
+class NestedLoopJoinExec(_Binary):
     """Join without equality keys: every left row against every right row, filtered by
     ``condition`` (None: cross product). Same kinds as HashJoinExec."""
 
@@ -144,13 +151,6 @@ class NestedLoopJoinExec(PhysicalPlan):
     @property
     def schema(self) -> Schema:
         return _join_schema(self.kind, self.left.schema, self.right.schema, self.mark)
-
-    @property
-    def inputs(self) -> tuple[PhysicalPlan, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
-        return replace(self, left=inputs[0], right=inputs[1])
 
 
 def _join_schema(kind: str, left: Schema, right: Schema, mark: Field | None) -> Schema:
@@ -235,7 +235,7 @@ class LimitExec(_Unary):
 
 
 @dataclass(frozen=True, eq=False)
-class SetOpExec(PhysicalPlan):
+class SetOpExec(_Binary):
     """UNION / INTERSECT / EXCEPT [ALL] by position; inputs already have the output types."""
 
     left: PhysicalPlan
@@ -248,13 +248,6 @@ class SetOpExec(PhysicalPlan):
     @property
     def schema(self) -> Schema:
         return self.fields
-
-    @property
-    def inputs(self) -> tuple[PhysicalPlan, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
-        return replace(self, left=inputs[0], right=inputs[1])
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,11 +12,11 @@ with a WATERMARK get a ``WatermarkAssignerExec`` above them, and ``INSERT INTO``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import AggCall, Expr, SortKey
-from flowsql.planner.physical import PhysicalPlan, _join_schema, _Unary
+from flowsql.planner.physical import PhysicalPlan, _Binary, _join_schema, _Unary
 from flowsql.planner.schema import Field, Schema
 
 #: changelog modes of a streaming node's output (``runtime.changelog`` says how each one
@@ -59,7 +59,7 @@ class GroupAggregateExec(_Unary):
 
 
 @dataclass(frozen=True, eq=False)
-class StreamJoinExec(PhysicalPlan):
+class StreamJoinExec(_Binary):
     """A regular (unbounded) join: both inputs held in state, results retracted when an
     input row is retracted or an outer row finds its first partner. ``updating`` says
     whether the output carries row kinds (an outer join, or an updating input)."""
@@ -77,16 +77,9 @@ class StreamJoinExec(PhysicalPlan):
     def schema(self) -> Schema:
         return _join_schema(self.kind, self.left.schema, self.right.schema, None)
 
-    @property
-    def inputs(self) -> tuple[PhysicalPlan, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
-        return replace(self, left=inputs[0], right=inputs[1])
-
 
 @dataclass(frozen=True, eq=False)
-class IntervalJoinExec(PhysicalPlan):
+class IntervalJoinExec(_Binary):
     """A join whose condition bounds the rowtimes: ``left_time + lower_ms <= right_time <=
     left_time + upper_ms``; rows leave state once the watermark rules out new partners."""
 
@@ -105,13 +98,6 @@ class IntervalJoinExec(PhysicalPlan):
     @property
     def schema(self) -> Schema:
         return _join_schema(self.kind, self.left.schema, self.right.schema, None)
-
-    @property
-    def inputs(self) -> tuple[PhysicalPlan, ...]:
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs: tuple[PhysicalPlan, ...]) -> PhysicalPlan:
-        return replace(self, left=inputs[0], right=inputs[1])
 
 
 @dataclass(frozen=True, eq=False)
