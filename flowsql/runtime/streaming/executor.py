@@ -30,6 +30,7 @@ job's metrics.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +79,7 @@ class StreamingRun:
         self._idle_timeout = _idle_timeout_ms(settings)
         self._vertices: list[_Vertex] = []
         self._sources: list[_Vertex] = []
-        self._output: list[pa.RecordBatch] = []
+        self._output: deque[pa.RecordBatch] = deque()
         self._cancelled = threading.Event()
         self.root = self._build(plan, None, 0)
 
@@ -129,7 +130,7 @@ class StreamingRun:
 
     def _drain(self) -> Iterator[pa.RecordBatch]:
         while self._output:
-            yield self._output.pop(0)
+            yield self._output.popleft()
 
     def _idle(self, active: list[_Vertex]) -> None:
         """Nothing moved: wait in one poll, then let idle inputs stop holding back time."""
