@@ -46,6 +46,8 @@ class Job:
         self.id = job_id
         self.placement = placement
         self.results: dict[str, dict[str, Any]] = {}
+        #: the latest progress report of each running task (see ``TaskContext.report``)
+        self.progress: dict[str, dict[str, Any]] = {}
         self.error: ExecutionError | None = None
         self._failures: list[ExecutionError] = []
         self._pending = set(placement)
@@ -243,6 +245,9 @@ class MiniCluster:
             return
         task = message["task"]
         kind = message["type"]
+        if kind == "task_progress":
+            job.progress[task] = message["progress"]
+            return
         if kind == "task_finished":
             job.results[task] = message["result"]
         elif kind == "task_failed":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowsql.errors import ExecutionError
@@ -46,6 +46,9 @@ class TaskContext:
     inputs: InputGate
     outputs: list[BufferedWriter]
     cancelled: threading.Event
+    #: sends a progress report (JSON-able) to the coordinator while the task runs; the
+    #: job keeps the latest one per task (``Job.progress``)
+    report: Callable[[dict[str, Any]], None] = field(default=lambda _: None)
 
     @property
     def task_id(self) -> str:

@@ -120,7 +120,10 @@ class Worker:
                                   subtask=descriptor["subtask"], config=descriptor["config"],
                                   settings=descriptor["settings"],
                                   inputs=InputGate(running.inputs), outputs=running.outputs,
-                                  cancelled=running.cancelled)
+                                  cancelled=running.cancelled,
+                                  report=lambda progress: self._send(
+                                      {"type": "task_progress", **header,
+                                       "progress": progress}))
             result = dict(function(context) or {})
             if running.cancelled.is_set():
                 raise ChannelError("the job was cancelled")

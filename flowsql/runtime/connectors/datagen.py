@@ -8,7 +8,9 @@ negative: unthrottled), and per field ``fields.<name>.kind`` = ``sequence`` (``s
 default 100). Extension: ``seed`` (default 0). A throttled source emits a batch per
 ``execution.buffer-timeout`` of time (at most ``execution.batch-size`` rows).
 
-Row ``i`` is a pure function of (seed, field name, i): random values come from a stable
+With parallelism p, subtask i emits the chunks i, i + p, i + 2p, ... of
+``execution.batch-size`` rows (each throttled to 1/p of ``rows-per-second``), so the job
+emits the same rows as one subtask. Row ``i`` is a pure function of (seed, field name, i): random values come from a stable
 counter-based hash, not from a stateful generator. That is what makes a run reproducible
 and a restore exact: the only state is the position (rows emitted), snapshotted as
 operator list state, and resuming at position ``p`` yields exactly rows ``p, p+1, ...``.
@@ -125,7 +127,10 @@ class DatagenSource(Source):
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         size = batch_size(self.context.settings)
+        subtask, parallelism = self.context.subtask_index, self.context.parallelism
         rate = self.table.rows_per_second
+        if rate > 0 and parallelism > 1:
+            rate = -(-rate // parallelism)  # the rate is the job's: each subtask does 1/p
         if rate > 0:
             # a throttled source emits what one buffer timeout's worth of time produces, so
             # a record waits at most about that long for its batch (latency follows
@@ -134,6 +139,8 @@ class DatagenSource(Source):
             per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
             size = max(1, min(size, rate, per_timeout))
         total = self.table.total_rows
+        if parallelism > 1 and self.position == 0:
+            self.position = subtask * size
         started, emitted_here = self._clock(), 0
         while total is None or self.position < total:
             count = size if total is None else min(size, total - self.position)
@@ -143,7 +150,9 @@ class DatagenSource(Source):
                 if wait > 0:
                     self._sleep(wait)
             batch = self.table.rows(self.position, count)
-            self.position += count
+            # subtask i of p emits the chunks i, i + p, ... of ``size`` rows: together the
+            # subtasks emit exactly the rows of one subtask, each once
+            self.position += count + (parallelism - 1) * size
             emitted_here += count
             yield batch
 

@@ -49,7 +49,7 @@ class SplitScanOperator(Source):
         if table.format != "parquet":
             for path in data_files(table.path or "")[index::count]:
                 share = dataclasses.replace(table, options={**table.options, "path": path})
-                yield from scan(share, names, filters, size)
+                yield from scan(share, names, filters, size, self.context.metrics)
             return
         schema = normalized_schema(table.schema)
         for group in row_groups(table, filters)[index::count]:

@@ -22,6 +22,11 @@ batches of the root are yielded as they come (a changelog when the plan is updat
 ``Session.sql(q).stream()`` shows results while the job runs; stopping the iteration (or
 ``cancel``) closes every operator.
 
+The same runner drives one subtask of a stage on a worker process (the parallel runtime):
+there the stage's exchange inputs are polled sources, ``operators`` builds them, and
+``elements()`` also yields the watermarks that leave the stage's root, in order with its
+batches, so the stage task can send both downstream.
+
 Per operator the runner counts records in and out and keeps the current watermark; with
 each operator's own metrics (late records dropped, parse errors ignored) they form the
 job's metrics.
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,20 +78,31 @@ class _Vertex:
 class StreamingRun:
     """One execution of a plan in streaming mode; iterate ``batches()`` to drive it."""
 
-    def __init__(self, plan: PhysicalPlan, settings: dict[str, str]) -> None:
+    def __init__(self, plan: PhysicalPlan, settings: dict[str, str], *,
+                 operators: Callable[[PhysicalPlan], Operator] = create_operator,
+                 subtask_index: int = 0, parallelism: int = 1, where: str = "",
+                 cancelled: threading.Event | None = None) -> None:
+        """``operators`` builds each node's operator; ``subtask_index``/``parallelism``
+        tell the operators which share of the job they are, ``where`` ends their labels
+        (e.g. " in subtask 1 of 2 of stage-1"), ``cancelled`` may be shared with a task."""
         self.plan = plan
         self._job = _job(settings)
         self._idle_timeout = _idle_timeout_ms(settings)
+        self._operators = operators
+        self._subtask_index = subtask_index
+        self._parallelism = parallelism
+        self._where = where
         self._vertices: list[_Vertex] = []
         self._sources: list[_Vertex] = []
-        self._output: deque[pa.RecordBatch] = deque()
-        self._cancelled = threading.Event()
+        self._output: deque[pa.RecordBatch | Watermark] = deque()
+        self._root_watermark = MIN_WATERMARK
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
         self.root = self._build(plan, None, 0)
 
     # -- construction ---------------------------------------------------------------------
     def _build(self, node: PhysicalPlan, consumer: _Vertex | None, index: int) -> _Vertex:
-        label = f"{describe(node)} [operator {len(self._vertices) + 1}]"
-        operator: Operator = _guarded(label, create_operator, node)
+        label = f"{describe(node)} [operator {len(self._vertices) + 1}]{self._where}"
+        operator: Operator = _guarded(label, self._operators, node)
         n = len(node.inputs)
         merger = WatermarkMerger(n, self._idle_timeout) if n else None
         vertex = _Vertex(label, node, operator, consumer, index, merger, set(range(n)))
@@ -100,10 +116,19 @@ class StreamingRun:
     # -- driving --------------------------------------------------------------------------
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The root's output as it is produced; ends when every source ended."""
+        for element in self.elements():
+            if not isinstance(element, Watermark):
+                yield element
+
+    def elements(self) -> Iterator[pa.RecordBatch | Watermark]:
+        """The root's batches and, after the batches that precede them, the watermarks
+        that pass the root (each higher than the last)."""
         try:
             for vertex in reversed(self._vertices):  # consumers open after their inputs
                 context = OperatorContext(name=vertex.label, settings=self._job.settings,
-                                          memory=self._job.memory, metrics=vertex.metrics)
+                                          memory=self._job.memory, metrics=vertex.metrics,
+                                          subtask_index=self._subtask_index,
+                                          parallelism=self._parallelism)
                 _guarded(vertex.label, vertex.operator.open, context)
             active = list(self._sources)
             while active and not self._cancelled.is_set():
@@ -128,7 +153,7 @@ class StreamingRun:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def _drain(self) -> Iterator[pa.RecordBatch]:
+    def _drain(self) -> Iterator[pa.RecordBatch | Watermark]:
         while self._output:
             yield self._output.popleft()
 
@@ -189,6 +214,9 @@ class StreamingRun:
     def _forward_watermark(self, vertex: _Vertex, timestamp: int) -> None:
         consumer = vertex.consumer
         if consumer is None:
+            if timestamp > self._root_watermark:
+                self._root_watermark = timestamp
+                self._output.append(Watermark(timestamp))
             return
         assert consumer.merger is not None
         combined = consumer.merger.on_watermark(vertex.consumer_input, timestamp)
