@@ -88,8 +88,10 @@ def plan_statement(session: Session, statement: QueryStatement | ExplainStatemen
         physical = sink(physical)
     if streaming_mode(session):
         from flowsql.optimizer.streaming import to_streaming
+        from flowsql.optimizer.streaming.distribution import enforce_streaming_distribution
 
         physical, info = to_streaming(physical, session.settings)
+        physical = enforce_streaming_distribution(physical, session.settings)
         return logical, optimized, physical, info
     if session.settings.get("engine") != "spark":
         from flowsql.optimizer.distribution import enforce_distribution
@@ -158,19 +160,34 @@ def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text
     ``Result.stream()`` shows the changes as they happen, ``to_arrow()`` runs a query over
     bounded input to its end and returns the final rows."""
     from flowsql.planner.schema import to_arrow_schema
-    from flowsql.runtime.streaming.executor import StreamingRun
     from flowsql.runtime.streaming.job import ChangelogStream
     from flowsql.session import Result
 
-    settings = dict(session.settings)
-    stream = ChangelogStream(lambda: StreamingRun(physical, settings),
+    stream = ChangelogStream(lambda: _streaming_run(session, physical),
                              to_arrow_schema(physical.schema), info.bounded)
     return Result("query", plan_text=plan_text, changelog=stream)
 
 
+def _streaming_run(session: Session, physical: PhysicalPlan) -> Any:
+    """A run of a streaming plan: in this process, or on the session's workers when
+    ``parallelism.default`` > 1 (the plan then has its exchanges)."""
+    from flowsql.optimizer.distribution import parallelism
+
+    settings = dict(session.settings)
+    workers = parallelism(settings)
+    if workers > 1:
+        from flowsql.runtime.parallel import ParallelRunner
+
+        if session.parallel_runner is None:
+            session.parallel_runner = ParallelRunner()
+        return session.parallel_runner.stream(physical, settings, workers)
+    from flowsql.runtime.streaming.executor import StreamingRun
+
+    return StreamingRun(physical, settings)
+
+
 def _insert(session: Session, statement: InsertStatement) -> Result:
     """``INSERT INTO table query``: submits a job and returns its handle at once."""
-    from flowsql.runtime.streaming.executor import StreamingRun
     from flowsql.runtime.streaming.job import BoundedRun, Job
     from flowsql.session import Result
 
@@ -183,7 +200,7 @@ def _insert(session: Session, statement: InsertStatement) -> Result:
     logical, optimized, physical, info = plan_statement(
         session, query, sink=lambda plan: sink_plan(plan, entry, statement.columns))
     if info is not None:
-        run: Any = StreamingRun(physical, dict(session.settings))
+        run: Any = _streaming_run(session, physical)
     else:
         run = BoundedRun(physical, dict(session.settings))
     job = Job(f"INSERT INTO {entry.name}", run)

@@ -22,7 +22,9 @@ import pyarrow as pa
 from flowsql.errors import ExecutionError
 from flowsql.planner import expressions as E
 from flowsql.planner import physical as P
-from flowsql.planner.catalog import TableEntry, TableStatistics
+from flowsql.planner import physical_streaming as S
+from flowsql.planner.catalog import ComputedColumn, TableEntry, TableStatistics, WatermarkSpec
+from flowsql.planner.logical import WindowShape
 from flowsql.planner.schema import Field
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.parallel.type_names import type_from_name, type_name
@@ -31,8 +33,12 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.TableScanExec, P.ValuesExec, P.FilterExec, P.ProjectExec, P.HashJoinExec,
     P.NestedLoopJoinExec, P.HashAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
     P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput,
+    P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
+    S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
+    S.OverAggregateExec, S.RankExec, S.SinkExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
-    E.Frame, E.WindowCall, Field, TableEntry, TableStatistics)}
+    E.Frame, E.WindowCall, Field, TableEntry, TableStatistics, WatermarkSpec,
+    ComputedColumn)}
 
 
 def dumps(value: Any) -> str:

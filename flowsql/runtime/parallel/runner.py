@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -36,7 +37,11 @@ from flowsql.runtime.operators.batches import conform
 from flowsql.runtime.parallel.plan_codec import dumps
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
+if TYPE_CHECKING:
+    from flowsql.runtime.parallel.streaming_run import ParallelStreamingRun
+
 TASK_KIND = "flowsql.runtime.parallel.stage_task:run_stage"
+STREAMING_TASK_KIND = "flowsql.runtime.parallel.streaming_stage:run_streaming_stage"
 _POLL_S = 0.1
 
 
@@ -67,7 +72,7 @@ class ParallelRunner:
             server.register(channel)
             try:
                 host, port = server.address
-                tasks, edges = _deployment(graph, settings, cluster,
+                tasks, edges = deployment(graph, settings, cluster,
                                            {"channel": name, "host": host, "port": port})
                 job = cluster.submit(tasks, edges, settings)
                 batches = _collect(job, channel)
@@ -75,6 +80,14 @@ class ParallelRunner:
                 channel.abort("the query ended")
                 server.unregister(name)
         return _table(plan, batches)
+
+    def stream(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int
+               ) -> ParallelStreamingRun:
+        """A streaming run of ``plan`` on this runner's cluster; it starts when its
+        ``batches`` are iterated (see :class:`ParallelStreamingRun`)."""
+        from flowsql.runtime.parallel.streaming_run import ParallelStreamingRun
+
+        return ParallelStreamingRun(self, plan, settings, parallelism)
 
     def _start(self, parallelism: int) -> tuple[MiniCluster, ChannelServer]:
         if self._cluster is not None and len(self._cluster.workers) != parallelism:
@@ -99,8 +112,9 @@ class ParallelRunner:
                 self._server = None
 
 
-def _deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
-                result: dict[str, object]) -> tuple[list[TaskSpec], list[EdgeSpec]]:
+def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
+               result: dict[str, object], kind: str = TASK_KIND
+               ) -> tuple[list[TaskSpec], list[EdgeSpec]]:
     """One TaskSpec per stage subtask and one EdgeSpec per (sender, receiver) pair.
 
     Edges are listed by job edge, then sending subtask, then receiving subtask: a task's
@@ -121,7 +135,7 @@ def _deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
             config = {"plan": plan, "stage": stage.id, "parallelism": stage.parallelism,
                       "inputs": inputs, "output": output,
                       "result": result if stage.output is None else None}
-            tasks.append(TaskSpec(stage.name, TASK_KIND, subtask, config, subtask % workers))
+            tasks.append(TaskSpec(stage.name, kind, subtask, config, subtask % workers))
     edges = [EdgeSpec(f"{graph.stages[e.source].name}[{s}]",
                       f"{graph.stages[e.target].name}[{t}]")
              for e in graph.edges

@@ -33,6 +33,7 @@ from flowsql.runtime.channels import (
     RemoteOutputChannel,
 )
 from flowsql.runtime.cluster.tasks import TaskContext
+from flowsql.runtime.events import Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.operators.contract import Limiting, Source
@@ -52,7 +53,7 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     plan: PhysicalPlan = loads(config["plan"])
     settings = dict(context.settings)
     parallelism = int(config["parallelism"])
-    sink = _Sink(context, plan)
+    sink = StageOutput(context, plan)
     try:
         budget = settings.get("execution.memory-budget")
         pipeline = _Pipeline(context, settings, parallelism,
@@ -69,7 +70,7 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     return {"rows": rows}
 
 
-class _Sink:
+class StageOutput:
     """Where the stage's root sends its batches: the next stage or the coordinator."""
 
     def __init__(self, context: TaskContext, plan: PhysicalPlan) -> None:
@@ -92,6 +93,13 @@ class _Sink:
             self.result.write(batch)
         elif self.partitioner is not None:
             self.partitioner.write(batch)
+
+    def watermark(self, timestamp: int) -> None:
+        """Event time passed ``timestamp``: every receiver hears it, after the batches
+        written before it (the coordinator has no use for it)."""
+        if self.partitioner is not None:
+            for writer in self.partitioner.writers:
+                writer.emit(Watermark(timestamp))
 
     def finish(self) -> None:
         if self.result is not None:

@@ -1,7 +1,8 @@
 """Continuous jobs (``INSERT INTO``) and streamed query results.
 
-A :class:`Job` runs a :class:`StreamingRun` (or, in batch mode, a :class:`BoundedRun` of the
-batch executor) in a background thread so ``Session.sql("INSERT INTO ...")`` returns at
+A :class:`Job` runs a :class:`Run` -- a streaming run in this process or on worker
+processes, or in batch mode a :class:`BoundedRun` of the batch executor -- in a background
+thread so ``Session.sql("INSERT INTO ...")`` returns at
 once with a handle: ``status()``, ``cancel()``, ``wait()``, ``metrics()``. Job threads are
 daemons and the session cancels its jobs when it closes, so no job outlives its session.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -25,16 +26,31 @@ from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.changelog import LABELS, materialize, row_kinds
 from flowsql.runtime.executor import execute_batches
-from flowsql.runtime.streaming.executor import StreamingRun
 
 RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
+
+
+class Run(Protocol):
+    """What a job or a streamed result drives: a :class:`StreamingRun`, its parallel
+    counterpart on worker processes, or a :class:`BoundedRun`."""
+
+    def batches(self) -> Iterator[pa.RecordBatch]: ...
+
+    def cancel(self) -> None: ...
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def metrics(self) -> list[dict[str, Any]]: ...
+
+
 _ids = itertools.count(1)
 
 
 class Job:
     """A statement running in the background; see the module docstring."""
 
-    def __init__(self, name: str, run: StreamingRun | BoundedRun) -> None:
+    def __init__(self, name: str, run: Run) -> None:
         self.id = next(_ids)
         self.name = name
         self._run = run
@@ -115,12 +131,12 @@ class BoundedRun:
 class ChangelogStream:
     """The changelog of a streaming SELECT (see the module docstring)."""
 
-    def __init__(self, make_run: Callable[[], StreamingRun], schema: pa.Schema,
+    def __init__(self, make_run: Callable[[], Run], schema: pa.Schema,
                  bounded: bool) -> None:
         self._make_run = make_run
         self.schema = schema
         self.bounded = bounded
-        self.run: StreamingRun | None = None
+        self.run: Run | None = None
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Raw output: plan columns (+ the row kinds of an updating result); every

@@ -1,0 +1,94 @@
+"""The receiving side of job edges in a streaming stage: polled sources over one input gate.
+
+A streaming subtask is driven push-based (``StreamingRun``): every source is polled in turn
+and whatever it has is pushed through the stage at once. The exchange inputs of a stage
+are such sources. All of a task's channels come through one :class:`InputGate`, read by one
+:class:`GateReader`: it hands each element to the queue of the job edge its channel
+belongs to, so a stage with two exchange inputs (a join) reads both sides interleaved, in
+the order they arrive, and one side never waits behind the other.
+
+Watermarks follow Flink's rule for a task with several upstream subtasks: an edge's
+watermark is the minimum over its channels (one per sending subtask), and it is passed on
+only when that minimum advances. A channel that delivered its end holds nothing back (its
+watermark counts as +infinity). Records keep their position relative to watermarks: a
+batch that arrived before a watermark is handed out before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from flowsql.runtime.channels import ChannelError, InputGate
+from flowsql.runtime.events import MAX_WATERMARK, EndOfInput, Watermark
+from flowsql.runtime.operators.contract import PolledSource
+from flowsql.runtime.time.watermark_merger import WatermarkMerger
+
+#: elements taken from the gate per poll before the polling edge's queue is handed out
+READ_AHEAD = 32
+
+
+class GateReader:
+    """Reads a task's gate on behalf of every edge; ``channels[edge]`` lists the gate
+    indexes of that edge's channels in sending-subtask order."""
+
+    def __init__(self, gate: InputGate, channels: Mapping[int, Sequence[int]],
+                 cancelled: threading.Event) -> None:
+        self.gate = gate
+        self.cancelled = cancelled
+        self._owner = {index: (edge, position) for edge, indexes in channels.items()
+                       for position, index in enumerate(indexes)}
+        self.queues: dict[int, deque[tuple[int, pa.RecordBatch | Watermark | EndOfInput]]] = {
+            edge: deque() for edge in channels}
+
+    def fill(self, wait_s: float) -> None:
+        """Move what the gate has into the edge queues; wait up to ``wait_s`` for the first."""
+        if self.cancelled.is_set():
+            raise ChannelError("the job was cancelled")
+        timeout = wait_s
+        for _ in range(READ_AHEAD):
+            item = self.gate.next(timeout=timeout)
+            if item is None:
+                return
+            index, element = item
+            edge, position = self._owner[index]
+            self.queues[edge].append((position, element))  # type: ignore[arg-type]
+            timeout = 0.0
+
+
+class EdgeInput(PolledSource):
+    """The batches and combined watermarks of one job edge (see the module docstring)."""
+
+    def __init__(self, reader: GateReader, edge: int, senders: int) -> None:
+        self.reader = reader
+        self.edge = edge
+        self.queue = reader.queues[edge]
+        self.merger = WatermarkMerger(senders)
+        self.open_channels = senders
+
+    def poll(self, max_wait_s: float) -> list[pa.RecordBatch] | None:
+        if not self.queue:
+            self.reader.fill(max_wait_s)
+        out: list[pa.RecordBatch | Watermark] = []
+        while self.queue:
+            position, element = self.queue.popleft()
+            if isinstance(element, pa.RecordBatch):
+                if element.num_rows:
+                    out.append(element)
+                continue
+            if isinstance(element, EndOfInput):
+                self.open_channels -= 1
+                timestamp = MAX_WATERMARK
+            elif isinstance(element, Watermark):
+                timestamp = element.timestamp
+            else:  # checkpoint barriers: not aligned yet, nothing to do
+                continue
+            combined = self.merger.on_watermark(position, timestamp)
+            if combined is not None and combined != MAX_WATERMARK:
+                out.append(Watermark(combined))
+        if not out and self.open_channels == 0:
+            return None
+        return out  # type: ignore[return-value]
