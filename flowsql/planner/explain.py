@@ -54,6 +54,7 @@ from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
     OverAggregateExec,
+    ProctimeWatermarkExec,
     RankExec,
     SinkExec,
     StreamJoinExec,
@@ -221,6 +222,8 @@ def _streaming_line(plan: PhysicalPlan) -> str | None:
     if isinstance(plan, WatermarkAssignerExec):
         return (f"WatermarkAssigner {render(plan.time_column)} - {plan.delay_ms}ms "
                 f"interval={plan.interval_ms}ms")
+    if isinstance(plan, ProctimeWatermarkExec):
+        return f"ProctimeWatermark {render(plan.time_column)} (wall clock)"
     if isinstance(plan, GroupAggregateExec):
         return (f"GroupAggregate[changelog] groups={_named(plan.group_exprs, plan.group_fields)} "
                 f"aggs={_named(plan.aggs, plan.agg_fields)}")

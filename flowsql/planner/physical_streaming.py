@@ -6,8 +6,9 @@ of these where the batch algorithm would need to see its whole input first: an u
 aggregate becomes a changelog ``GroupAggregateExec``, a join a ``StreamJoinExec`` (or an
 ``IntervalJoinExec`` when its condition bounds the two rowtimes), ROW_NUMBER filters a
 ``RankExec``, OVER aggregates ordered by a rowtime an ``OverAggregateExec``; scans of tables
-with a WATERMARK get a ``WatermarkAssignerExec`` above them, and ``INSERT INTO`` ends in a
-``SinkExec``. Expressions resolve against the input schema(s) by column id, as everywhere.
+with a WATERMARK get a ``WatermarkAssignerExec`` above them, an operator whose time attribute
+is a ``PROCTIME()`` column gets a ``ProctimeWatermarkExec`` below it, and ``INSERT INTO``
+ends in a ``SinkExec``. Expressions resolve against the input schema(s) by column id, as everywhere.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ class WatermarkAssignerExec(_Unary):
     time_column: Expr
     delay_ms: int
     interval_ms: int
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class ProctimeWatermarkExec(_Unary):
+    """Processing time as event time: forwards its input unchanged and emits the wall
+    clock, in epoch milliseconds minus one, as the watermark after every batch and while
+    idle; upstream watermarks stop here. ``time_column`` is the ``PROCTIME()`` attribute
+    the consumer above uses as its time (named in EXPLAIN).
+
+    Minus one because the consumer's windows fire at ``window_end - 1``: every row read
+    after the watermark has a proctime at or above the clock reading, hence strictly
+    above the watermark, so no row is ever late."""
+
+    input: PhysicalPlan
+    time_column: Expr
     est_rows: float
 
     @property

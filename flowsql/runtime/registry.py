@@ -74,6 +74,7 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
     P.WindowAggregateExec: WindowAggregateExecOperator,  # type: ignore[dict-item]
     S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark_assigner", "WatermarkAssignerOperator"),
+    S.ProctimeWatermarkExec: _lazy(f"{_OPS}.proctime_watermark", "ProctimeWatermarkOperator"),
     S.GroupAggregateExec: _lazy(f"{_OPS}.group_aggregate", "GroupAggregateOperator"),
     S.RankExec: _lazy(f"{_OPS}.rank", "RankOperator"),
     S.StreamJoinExec: _lazy(f"{_OPS}.stream_join", "StreamJoinOperator"),

@@ -8,6 +8,10 @@ the end of its input:
 
 * scans of a table with a WATERMARK get a ``WatermarkAssignerExec`` (its column is then a
   rowtime attribute, kept by filters and by projections that pass it through unchanged);
+* a column computed as ``PROCTIME()`` is a proctime attribute (kept the same way); an
+  operator that uses one as its time (window aggregate, interval join, OVER aggregate)
+  gets a ``ProctimeWatermarkExec`` right below it, whose watermark is the wall clock, and
+  then runs exactly as over a rowtime;
 * an aggregate becomes a changelog ``GroupAggregateExec`` (updating);
 * a join of two rowtime inputs whose condition bounds one rowtime by the other becomes an
   ``IntervalJoinExec``; any other inner/outer join a ``StreamJoinExec`` (updating when an
@@ -30,7 +34,14 @@ from dataclasses import dataclass, replace
 
 from flowsql.errors import PlanError
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
-from flowsql.planner.expressions import AggCall, ColumnRef, Expr, WindowCall, column_ids
+from flowsql.planner.expressions import (
+    AggCall,
+    Call,
+    ColumnRef,
+    Expr,
+    WindowCall,
+    column_ids,
+)
 from flowsql.planner.physical import (
     ExchangeExec,
     FilterExec,
@@ -55,6 +66,7 @@ from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
     OverAggregateExec,
+    ProctimeWatermarkExec,
     RankExec,
     SinkExec,
     StreamJoinExec,
@@ -78,6 +90,8 @@ class StreamInfo:
     #: (window_start cid, window_end cid) of windows whose bounds are columns here
     windows: tuple[tuple[int, int], ...]
     bounded: bool
+    #: columns computed as PROCTIME() (processing-time attributes)
+    proctimes: frozenset[int] = frozenset()
 
 
 def to_streaming(plan: PhysicalPlan, settings: dict[str, str]
@@ -149,6 +163,8 @@ class _Planner:
         moved = {e.cid: f.cid for e, f in zip(node.exprs, node.fields)
                  if isinstance(e, ColumnRef)}
         rowtimes = frozenset(moved[c] for c in info.rowtimes if c in moved)
+        proctimes = frozenset(moved[c] for c in info.proctimes if c in moved) | {
+            f.cid for e, f in zip(node.exprs, node.fields) if _is_proctime(e)}
         windows = tuple((moved[s], moved[e]) for s, e in info.windows
                         if s in moved and e in moved)
         out: PhysicalPlan = replace(node, input=child)
@@ -158,7 +174,7 @@ class _Planner:
             out = WatermarkAssignerExec(out, computed.ref(), spec.delay_ms, self.interval,
                                         node.est_rows)
             rowtimes |= {computed.cid}
-        return out, replace(info, rowtimes=rowtimes, windows=windows)
+        return out, replace(info, rowtimes=rowtimes, windows=windows, proctimes=proctimes)
 
     @staticmethod
     def _computed_rowtime(node: ProjectExec, child: PhysicalPlan) -> Field | None:
@@ -186,10 +202,13 @@ class _Planner:
     def window_aggregate(self, node: WindowAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
         _insert_only(info, "a window aggregate")
-        if not (column_ids(node.time_column) & info.rowtimes):
+        if column_ids(node.time_column) & info.proctimes:
+            child = ProctimeWatermarkExec(child, node.time_column, child.est_rows)
+        elif not (column_ids(node.time_column) & info.rowtimes):
             raise PlanError(f"window aggregate in streaming mode: the time column "
                             f"'{_render(node.time_column)}' is not a rowtime attribute "
-                            "(declare WATERMARK FOR it in CREATE TABLE)")
+                            "(declare WATERMARK FOR it in CREATE TABLE) nor a processing-time "
+                            "attribute (a column AS PROCTIME())")
         slots = {slot: f.cid for slot, f in zip(node.group_slots, node.group_fields)}
         windows = ((slots["window_start"], slots["window_end"]),)
         return (replace(node, input=child, watermark_delay_ms=None),
@@ -220,9 +239,10 @@ class _Planner:
                             " filtered to a range (Top-N, deduplication) and aggregates ordered "
                             "by a rowtime are supported")
         if (len(order) != 1 or not order[0].ascending or not isinstance(order[0].expr, ColumnRef)
-                or order[0].expr.cid not in info.rowtimes):
-            raise PlanError("OVER aggregates over a stream must be ordered by a rowtime "
-                            "attribute ascending (ORDER BY ts), with a WATERMARK on it")
+                or order[0].expr.cid not in info.rowtimes | info.proctimes):
+            raise PlanError("OVER aggregates over a stream must be ordered by a time "
+                            "attribute ascending (ORDER BY ts), with a WATERMARK on it or "
+                            "computed AS PROCTIME()")
         _insert_only(info, "an OVER aggregate")
         frames = {(c.partition_by, tuple(order), str(c.frame)) for c in node.calls}
         if len(frames) != 1 or any(c.distinct for c in node.calls):
@@ -239,6 +259,8 @@ class _Planner:
             raise PlanError("OVER frames over a stream must start at UNBOUNDED PRECEDING or "
                             "n PRECEDING")
         aggs = tuple(AggCall(c.name, c.args, c.dtype) for c in node.calls)
+        if order[0].expr.cid in info.proctimes:
+            child = ProctimeWatermarkExec(child, order[0].expr, child.est_rows)
         plan = OverAggregateExec(child, first.partition_by, order[0].expr, frame.mode,
                                  preceding, aggs, node.fields, node.est_rows)
         return plan, info
@@ -273,7 +295,8 @@ class _Planner:
         mode = INSERT_ONLY if insert_only else UPDATING
         return plan, StreamInfo(mode, None if insert_only else "Top-N / deduplication",
                                 info.rowtimes if insert_only else frozenset(),
-                                info.windows, info.bounded)
+                                info.windows, info.bounded,
+                                info.proctimes if insert_only else frozenset())
 
     def top_n(self, node: TopNExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -299,6 +322,9 @@ class _Planner:
             _insert_only(linfo, "an interval join")
             _insert_only(rinfo, "an interval join")
             lt, rt, lower, upper, rest = interval
+            if isinstance(lt, ColumnRef) and lt.cid in linfo.proctimes:
+                left = ProctimeWatermarkExec(left, lt, left.est_rows)
+                right = ProctimeWatermarkExec(right, rt, right.est_rows)
             plan: PhysicalPlan = IntervalJoinExec(left, right, node.kind, left_keys, right_keys,
                                                   lt, rt, lower, upper, rest, node.est_rows)
             return plan, StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
@@ -313,13 +339,15 @@ class _Planner:
     @staticmethod
     def _interval(node: PhysicalPlan, linfo: StreamInfo, rinfo: StreamInfo,
                   residual: Expr | None) -> tuple[Expr, Expr, int, int, Expr | None] | None:
-        for lt in linfo.rowtimes:
-            for rt in rinfo.rowtimes:
-                found = interval_bounds(residual, lt, rt)
-                if found is not None:
-                    left_field = next(f for f in node.inputs[0].schema if f.cid == lt)
-                    right_field = next(f for f in node.inputs[1].schema if f.cid == rt)
-                    return left_field.ref(), right_field.ref(), *found
+        # both rowtimes or both proctimes: one side's watermark bounds the other's times
+        pairs = ([(lt, rt) for lt in linfo.rowtimes for rt in rinfo.rowtimes]
+                 + [(lt, rt) for lt in linfo.proctimes for rt in rinfo.proctimes])
+        for lt, rt in pairs:
+            found = interval_bounds(residual, lt, rt)
+            if found is not None:
+                left_field = next(f for f in node.inputs[0].schema if f.cid == lt)
+                right_field = next(f for f in node.inputs[1].schema if f.cid == rt)
+                return left_field.ref(), right_field.ref(), *found
         return None
 
     # -- the rest -------------------------------------------------------------------------
@@ -337,9 +365,11 @@ class _Planner:
         # a column is a rowtime of the union when it is one in both inputs
         rowtimes = frozenset(f.cid for f, a, b in zip(node.schema, left.schema, right.schema)
                              if a.cid in linfo.rowtimes and b.cid in rinfo.rowtimes)
+        proctimes = frozenset(f.cid for f, a, b in zip(node.schema, left.schema, right.schema)
+                              if a.cid in linfo.proctimes and b.cid in rinfo.proctimes)
         return replace(node, left=left, right=right), StreamInfo(
             UPDATING if updated_by else INSERT_ONLY, updated_by, rowtimes, (),
-            linfo.bounded and rinfo.bounded)
+            linfo.bounded and rinfo.bounded, proctimes)
 
     def sort(self, node: SortExec) -> tuple[PhysicalPlan, StreamInfo]:
         raise PlanError("ORDER BY is not supported on a stream: a stream has no end to sort "
@@ -362,6 +392,10 @@ def _insert_only(info: StreamInfo, consumer: str) -> None:
         raise PlanError(f"{consumer} needs an insert-only input, but its input is updating "
                         f"(because of {info.updated_by}); use a window TVF aggregate instead "
                         "of an unwindowed GROUP BY")
+
+
+def _is_proctime(expr: Expr) -> bool:
+    return isinstance(expr, Call) and expr.name == "proctime" and not expr.args
 
 
 def _row_number(window: WindowExec) -> WindowCall | None:
