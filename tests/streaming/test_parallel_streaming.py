@@ -184,3 +184,30 @@ def test_unbounded_query_at_parallelism_two_stops_when_the_consumer_stops(
     assert len(taken) == 20 and all(op == "+I" and k == 2 for op, _, k in taken)
     # the cluster is free again: the next query runs and finishes
     assert _rows(two.sql("SELECT COUNT(*) AS c FROM gen").to_arrow()) == [(5000,)]
+
+
+def test_processing_time_windows_at_parallelism_two_count_every_row_once(
+        sessions: tuple[flowsql.Session, flowsql.Session]) -> None:
+    """Which window a row lands in depends on the clock; that every row lands in exactly
+    one tumbling window of its key does not, also with the wall-clock watermarks of two
+    source subtasks merged behind a hash exchange."""
+    two = sessions[1]
+    two.sql("""CREATE TABLE clocked (k INT, v INT, pt AS PROCTIME()) WITH (
+                 'connector' = 'datagen', 'number-of-rows' = '600', 'rows-per-second' = '2000',
+                 'fields.k.min' = '0', 'fields.k.max' = '3', 'seed' = '5')""")
+    result = two.sql("""SELECT k, window_start, window_end, COUNT(*) AS c
+                        FROM TABLE(TUMBLE(TABLE clocked, DESCRIPTOR(pt),
+                                          INTERVAL '50' MILLISECOND))
+                        GROUP BY k, window_start, window_end""")
+    assert "Exchange[hash]" in result.explain() and "ProctimeWatermark" in result.explain()
+    rows = result.to_arrow().to_pylist()
+    windows = [(r["k"], r["window_start"]) for r in rows]
+    assert len(windows) == len(set(windows)), "a (key, window) fired twice"
+    assert all(r["window_end"] - r["window_start"] == dt.timedelta(milliseconds=50)
+               for r in rows)
+    per_key: dict[int, int] = {}
+    for r in rows:
+        per_key[r["k"]] = per_key.get(r["k"], 0) + r["c"]
+    counted = two.sql("SELECT k, COUNT(*) AS c FROM clocked GROUP BY k").to_arrow()
+    assert per_key == dict(zip(counted["k"].to_pylist(), counted["c"].to_pylist()))
+    assert sum(per_key.values()) == 600

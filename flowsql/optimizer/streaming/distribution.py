@@ -10,9 +10,10 @@ on one subtask, in order:
 * regular and interval joins: both inputs hashed on corresponding keys (no broadcast: a
   replicated updating side would emit its retractions once per subtask); joins without
   equality keys run on one subtask;
-* the watermark assigner, filters, projections and the window TVF run where their input
-  runs, so watermarks are generated per source subtask, as in Flink, and flow through the
-  exchanges; a sink writes where its input runs (every subtask writes its own files);
+* the watermark assigners (event time, and the wall clock for processing time), filters,
+  projections and the window TVF run where their input runs, so watermarks are generated
+  per source subtask, as in Flink, and flow through the exchanges in order with the rows;
+  a sink writes where its input runs (every subtask writes its own files);
 * the root hands its result to the caller from one subtask (a final gather).
 
 A hash exchange keeps the changes of one key in one channel, hence in order. Keyed
@@ -36,6 +37,7 @@ from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
     OverAggregateExec,
+    ProctimeWatermarkExec,
     RankExec,
     SinkExec,
     StreamJoinExec,
@@ -68,6 +70,7 @@ class _StreamingPass(_Pass):
             self.rules[node_type] = self._keyed(keys)
         self.rules.update({
             WatermarkAssignerExec: self._passthrough,
+            ProctimeWatermarkExec: self._passthrough,
             WindowTableFunctionExec: self._passthrough,
             SinkExec: self._passthrough,
             StreamJoinExec: self._stream_join,  # type: ignore[dict-item]
