@@ -19,16 +19,23 @@ row is due, so a row waits for its batch up to the buffer timeout, and that coun
 Flink figures are the issue's (Apache Flink 2.3 on this same 2-core machine, PyFlink, the
 same SQL, deterministic datagen sequence, blackhole sink).
 
-    python benchmarks/streaming_throughput.py [--events 2000000] [--markdown]
+Each workload runs at parallelism 1 and 2 (``--parallelism``); at 2 the job runs on two
+worker processes with hash exchanges before the keyed operators, and peak RSS is the sum
+over the session process and its workers.
+
+    python benchmarks/streaming_throughput.py [--events 2000000] [--parallelism 1,2]
+        [--workloads filter,tumble,hop,group] [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -71,34 +78,78 @@ def source_ddl(events: int, keys: int, rate: int = 0) -> str:
                      'fields.v.min' = '0', 'fields.v.max' = '999', 'seed' = '42')"""
 
 
-def streaming_session() -> flowsql.Session:
+def streaming_session(parallelism: int) -> flowsql.Session:
     return flowsql.connect(**{"execution.runtime-mode": "streaming",
-                              "pipeline.auto-watermark-interval": "0"})
+                              "pipeline.auto-watermark-interval": "0",
+                              "parallelism.default": str(parallelism)})
 
 
-def run_one(workload: str, events: int, keys: int) -> dict[str, float]:
-    """One job in this process: seconds, events/s, records out of the query."""
-    session = streaming_session()
-    session.sql(source_ddl(events, keys))
+class RssSampler:
+    """Peak of the summed RSS of this process and the session's worker processes,
+    sampled every 20 ms (workers are separate processes: their memory counts too)."""
+
+    def __init__(self, session: flowsql.Session) -> None:
+        self.session = session
+        self.peak = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.02):
+            runner = self.session.parallel_runner
+            pids = [os.getpid(), *(runner.worker_pids if runner is not None else [])]
+            self.peak = max(self.peak, sum(_rss_bytes(pid) for pid in pids))
+
+    def stop(self) -> float:
+        """The peak in MiB (at least this process's own peak)."""
+        self._done.set()
+        self._thread.join()
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return max(self.peak, own) / 2**20
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def run_one(workload: str, events: int, keys: int, parallelism: int) -> dict[str, float]:
+    """One job in this process: seconds, events/s, records out of the query. A tiny job
+    of the same query runs first, so imports and (at parallelism > 1) the worker processes
+    are ready before the clock starts, as a Flink cluster is up before a job is submitted."""
+    session = streaming_session(parallelism)
     columns, query = QUERIES[workload]
+    session.sql(source_ddl(1000, 10).replace("TABLE src", "TABLE warm"))
+    session.sql(f"CREATE TABLE warm_sink ({columns}) WITH ('connector' = 'blackhole')")
+    session.sql(f"INSERT INTO warm_sink {query.replace('FROM src', 'FROM warm')}"
+                .replace("TABLE src", "TABLE warm")).job.wait()
+    session.sql(source_ddl(events, keys))
     session.sql(f"CREATE TABLE sink ({columns}) WITH ('connector' = 'blackhole')")
+    sampler = RssSampler(session)
     started = time.perf_counter()
     job = session.sql(f"INSERT INTO sink {query}").job
     job.wait()
     seconds = time.perf_counter() - started
+    peak = sampler.stop()
     written = next((m.get("records_written", m["records_in"]) for m in job.metrics()
                     if m["operator"].startswith("SinkExec")), 0)
     session.close()
     return {"seconds": seconds, "events_per_s": events / seconds, "rows_out": written,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mib": peak}
 
 
-def latency(events_per_s: float, seconds: float) -> dict[str, float]:
+def latency(events_per_s: float, seconds: float, parallelism: int) -> dict[str, float]:
     """p50/p99 latency (ms) of the filter at ``events_per_s`` with a 10 ms buffer timeout."""
     rate = int(events_per_s)
     events = int(rate * seconds)
-    session = streaming_session()
+    session = streaming_session(parallelism)
     session.sql("SET 'execution.buffer-timeout' = '10'")
+    session.sql(source_ddl(1000, 10).replace("TABLE src", "TABLE warm"))
+    session.sql(QUERIES["filter"][1].replace("FROM src", "FROM warm")).to_arrow()  # warm up
     session.sql(source_ddl(events, KEYS[0], rate=rate))
     result = session.sql(QUERIES["filter"][1])
     lags: list[np.ndarray] = []
@@ -126,45 +177,69 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--latency-seconds", type=float, default=10.0)
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--child", nargs=3, metavar=("WORKLOAD", "EVENTS", "KEYS"),
+    parser.add_argument("--parallelism", default="1,2",
+                        help="comma-separated parallelisms to run (default 1,2)")
+    parser.add_argument("--workloads", default=",".join(QUERIES),
+                        help=f"comma-separated subset of {', '.join(QUERIES)}")
+    parser.add_argument("--child", nargs=4, metavar=("WORKLOAD", "EVENTS", "KEYS", "P"),
                         help=argparse.SUPPRESS)
-    parser.add_argument("--latency-child", nargs=2, metavar=("RATE", "SECONDS"),
+    parser.add_argument("--latency-child", nargs=3, metavar=("RATE", "SECONDS", "P"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        workload, events, keys = args.child
-        print(json.dumps(run_one(workload, int(events), int(keys))))
+        workload, events, keys, parallelism = args.child
+        print(json.dumps(run_one(workload, int(events), int(keys), int(parallelism))))
         return 0
     if args.latency_child:
-        print(json.dumps(latency(float(args.latency_child[0]), float(args.latency_child[1]))))
+        rate, seconds, parallelism = args.latency_child
+        print(json.dumps(latency(float(rate), float(seconds), int(parallelism))))
         return 0
 
-    rows = []
-    for workload in QUERIES:
+    levels = [int(p) for p in args.parallelism.split(",")]
+    workloads = args.workloads.split(",")
+    rows: dict[tuple[str, int, int], dict[str, float]] = {}
+    for workload in workloads:
         for keys in KEYS:
-            figures = in_child(["--child", workload, str(args.events), str(keys)])
-            rows.append((workload, keys, figures))
-            print(f"{workload:7s} keys={keys:>9,d}  {figures['events_per_s'] / 1e6:6.2f} M "
-                  f"events/s  {figures['seconds']:6.2f} s  rows out {int(figures['rows_out']):>9,d}"
-                  f"  peak RSS {figures['peak_rss_mib']:7.0f} MiB", file=sys.stderr)
-    filter_rate = max(f["events_per_s"] for w, _, f in rows if w == "filter")
-    lat = in_child(["--latency-child", str(filter_rate / 2), str(args.latency_seconds)])
+            for p in levels:
+                figures = in_child(["--child", workload, str(args.events), str(keys), str(p)])
+                rows[workload, keys, p] = figures
+                print(f"{workload:7s} keys={keys:>9,d} p{p}  {figures['events_per_s'] / 1e6:6.2f}"
+                      f" M events/s  {figures['seconds']:6.2f} s  rows out "
+                      f"{int(figures['rows_out']):>9,d}  peak RSS "
+                      f"{figures['peak_rss_mib']:7.0f} MiB", file=sys.stderr)
+    latencies = {}
+    if "filter" in workloads:
+        for p in levels:
+            rate = max(f["events_per_s"] for (w, _, q), f in rows.items()
+                       if w == "filter" and q == p)
+            latencies[p] = in_child(["--latency-child", str(rate / 2),
+                                     str(args.latency_seconds), str(p)])
 
     if args.markdown:
-        print("| workload | keys | events/s (p1) | Flink p1 | ratio to Flink | peak RSS |")
-        print("|---|---:|---:|---:|---:|---:|")
-    for workload, keys, figures in rows:
-        flink = FLINK[workload][0]
-        ratio = figures["events_per_s"] / flink
-        if args.markdown:
-            print(f"| {workload} | {keys:,d} | {figures['events_per_s'] / 1e6:.2f} M | "
-                  f"{flink / 1e6:.2f} M | {ratio:.2f} | {figures['peak_rss_mib']:.0f} MiB |")
-        else:
-            print(f"{workload:7s} {keys:>9,d}  {figures['events_per_s'] / 1e6:6.2f} M/s  "
-                  f"Flink {flink / 1e6:.2f} M/s  ratio {ratio:.2f}  "
-                  f"RSS {figures['peak_rss_mib']:.0f} MiB")
-    print(f"\nfilter latency at {lat['rate'] / 1e6:.2f} M events/s (half the maximum), "
-          f"buffer timeout 10 ms: p50 {lat['p50_ms']:.1f} ms, p99 {lat['p99_ms']:.1f} ms")
+        print("| workload | keys | " + " | ".join(
+            f"events/s (p{p}) | Flink p{p} | ratio | peak RSS p{p}" for p in levels) + " |")
+        print("|---|---:|" + "---:|---:|---:|---:|" * len(levels))
+    for workload in workloads:
+        for keys in KEYS:
+            cells = []
+            for p in levels:
+                figures = rows[workload, keys, p]
+                flink = FLINK[workload][min(p, 2) - 1]
+                ratio = figures["events_per_s"] / flink
+                cells.append((figures["events_per_s"] / 1e6, flink / 1e6, ratio,
+                              figures["peak_rss_mib"]))
+            if args.markdown:
+                print(f"| {workload} | {keys:,d} | " + " | ".join(
+                    f"{e:.2f} M | {f:.2f} M | {r:.2f} | {m:.0f} MiB" for e, f, r, m in cells)
+                    + " |")
+            else:
+                print(f"{workload:7s} {keys:>9,d}  " + "  ".join(
+                    f"p{p} {e:6.2f} M/s (Flink {f:.2f}, ratio {r:.2f}, RSS {m:.0f} MiB)"
+                    for p, (e, f, r, m) in zip(levels, cells)))
+    for p, lat in latencies.items():
+        print(f"\nfilter latency at p{p}, {lat['rate'] / 1e6:.2f} M events/s (half the "
+              f"maximum), buffer timeout 10 ms: p50 {lat['p50_ms']:.1f} ms, "
+              f"p99 {lat['p99_ms']:.1f} ms")
     return 0
 
 
