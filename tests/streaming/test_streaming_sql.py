@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowsql
+from flowsql.cli import EXIT_INTERRUPTED
 from flowsql.errors import ExecutionError, PlanError
 from flowsql.runtime.connectors.datagen import DatagenTable
 
@@ -165,3 +169,43 @@ def test_chunking_and_input_interleaving_do_not_change_final_rows(
     joined = _rows(session.sql(
         "SELECT l.v AS lv, r.v AS rv FROM l LEFT JOIN r ON l.k = r.k AND r.v > 15").to_arrow())
     assert joined == [(1, 20), (2, 30), (2, 40), (3, 20), (4, 30), (4, 40), (5, 20)]
+
+
+@pytest.mark.parametrize("parallelism", ["1", "2"])
+def test_ctrl_c_stops_an_unbounded_query_cleanly(parallelism: str) -> None:
+    """SIGINT while the CLI prints an endless changelog: the query stops, the process
+    exits promptly with the interrupted status and no traceback, and leaves no worker."""
+    script = ("CREATE TABLE endless (id BIGINT) WITH ('connector' = 'datagen', "
+              "'rows-per-second' = '200'); SELECT id FROM endless")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowsql", "--set", "execution.runtime-mode=streaming",
+         "--set", f"parallelism.default={parallelism}", "--format", "changelog", "-c", script],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    lines = [process.stdout.readline() for _ in range(5)]  # changes are flowing
+    assert lines[0].strip() == "op | id" and all(line.startswith("+I | ") for line in lines[1:])
+    found = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True,
+                           check=False)
+    workers = [int(pid) for pid in found.stdout.split()]
+    assert len(workers) == (0 if parallelism == "1" else 2)
+    process.send_signal(signal.SIGINT)
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    assert process.returncode == EXIT_INTERRUPTED, stderr
+    assert "Traceback" not in stderr
+    deadline = time.monotonic() + 10
+    while workers and time.monotonic() < deadline:
+        workers = [pid for pid in workers if _alive(pid)]
+        time.sleep(0.05)
+    assert workers == [], "worker processes outlived the interrupted CLI"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
