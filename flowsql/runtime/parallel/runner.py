@@ -32,7 +32,7 @@ from flowsql.runtime.channels import (
 )
 from flowsql.runtime.cluster import EdgeSpec, Job, MiniCluster, TaskSpec
 from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
-from flowsql.runtime.jobgraph import JobGraph, build_job_graph
+from flowsql.runtime.jobgraph import JobGraph, StageInput, build_job_graph
 from flowsql.runtime.operators.batches import conform
 from flowsql.runtime.parallel.plan_codec import dumps
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
@@ -67,18 +67,16 @@ class ParallelRunner:
                                  "(a gather exchange is missing)")
         with self._lock:  # one job at a time: a session runs its statements in order
             cluster, server = self._start(parallelism)
-            name = f"result-{next(self._names)}"
-            channel = RemoteInputChannel(name, ChannelSettings.from_settings(settings).credits)
-            server.register(channel)
+            host, port = server.address
+            tasks, edges, names = deployment(
+                graph, settings, cluster,
+                {"channel": f"result-{next(self._names)}", "host": host, "port": port})
+            channels = register_results(server, names, settings)
             try:
-                host, port = server.address
-                tasks, edges = deployment(graph, settings, cluster,
-                                           {"channel": name, "host": host, "port": port})
                 job = cluster.submit(tasks, edges, settings)
-                batches = _collect(job, channel)
+                batches = _collect(job, channels)
             finally:
-                channel.abort("the query ended")
-                server.unregister(name)
+                unregister_results(server, channels)
         return _table(plan, batches)
 
     def stream(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int
@@ -114,39 +112,79 @@ class ParallelRunner:
 
 def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
                result: dict[str, object], kind: str = TASK_KIND
-               ) -> tuple[list[TaskSpec], list[EdgeSpec]]:
-    """One TaskSpec per stage subtask and one EdgeSpec per (sender, receiver) pair.
+               ) -> tuple[list[TaskSpec], list[EdgeSpec], list[str]]:
+    """One TaskSpec per stage subtask, one EdgeSpec per (sender, receiver) pair, and the
+    names of the result channels the coordinator must register.
 
     Edges are listed by job edge, then sending subtask, then receiving subtask: a task's
     input channels are then grouped by edge in edge order and its output channels are in
-    receiver order, which is what ``stage_task`` relies on."""
+    receiver order, which is what ``stage_task`` relies on.
+
+    ``result`` names the coordinator's channel (``channel``, ``host``, ``port``). When the
+    root stage would only forward a gather (its plan is the exchange input alone), it is
+    not deployed: the subtasks feeding it send straight to the coordinator, one channel
+    each (``<channel>-<subtask>``), which spares every result row a hop."""
     workers = len(cluster.workers)
     max_parallelism = int(settings.get("max_parallelism", DEFAULT_MAX_PARALLELISM))
+    skipped = _forwarding_root(graph)
     tasks: list[TaskSpec] = []
+    channels: list[str] = []
     for stage in graph.stages:
+        if skipped is not None and stage.id == graph.root.id:
+            continue
         output = None
-        if stage.output is not None:
-            edge = graph.edges[stage.output]
+        to_result = stage.output is None or stage.output == skipped
+        if not to_result:
+            edge = graph.edges[stage.output]  # type: ignore[index]
             output = {"kind": edge.kind, "keys": dumps(edge.keys),
                       "max_parallelism": max_parallelism}
         inputs = [[e, graph.stages[graph.edges[e].source].parallelism] for e in stage.inputs]
         plan = dumps(stage.plan)
         for subtask in range(stage.parallelism):
+            target = None
+            if to_result:
+                name = (f"{result['channel']}-{subtask}" if skipped is not None
+                        else str(result["channel"]))
+                target = {**result, "channel": name}
+                channels.append(name)
             config = {"plan": plan, "stage": stage.id, "parallelism": stage.parallelism,
-                      "inputs": inputs, "output": output,
-                      "result": result if stage.output is None else None}
+                      "inputs": inputs, "output": output, "result": target}
             tasks.append(TaskSpec(stage.name, kind, subtask, config, subtask % workers))
     edges = [EdgeSpec(f"{graph.stages[e.source].name}[{s}]",
                       f"{graph.stages[e.target].name}[{t}]")
-             for e in graph.edges
+             for e in graph.edges if e.id != skipped
              for s in range(graph.stages[e.source].parallelism)
              for t in range(graph.stages[e.target].parallelism)]
-    return tasks, edges
+    return tasks, edges, channels
 
 
-def _collect(job: Job, channel: RemoteInputChannel) -> list[pa.RecordBatch]:
-    """The result batches, in the order the root subtask sent them."""
-    gate = InputGate([channel])
+def _forwarding_root(graph: JobGraph) -> int | None:
+    """The gather edge into a root stage that does nothing but forward it, if any."""
+    plan = graph.root.plan
+    if isinstance(plan, StageInput) and graph.edges[plan.edge].kind == "gather":
+        return plan.edge
+    return None
+
+
+def register_results(server: ChannelServer, names: list[str], settings: dict[str, str]
+                     ) -> list[RemoteInputChannel]:
+    """The coordinator's result channels, registered before the job is submitted."""
+    credits = ChannelSettings.from_settings(settings).credits
+    channels = [RemoteInputChannel(name, credits) for name in names]
+    for channel in channels:
+        server.register(channel)
+    return channels
+
+
+def unregister_results(server: ChannelServer, channels: list[RemoteInputChannel]) -> None:
+    for channel in channels:
+        channel.abort("the query ended")
+        server.unregister(channel.name)
+
+
+def _collect(job: Job, channels: list[RemoteInputChannel]) -> list[pa.RecordBatch]:
+    """The result batches, in the order each sending subtask sent them."""
+    gate = InputGate(channels)
     batches: list[pa.RecordBatch] = []
     try:
         while not gate.finished:

@@ -21,12 +21,7 @@ import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.runtime.channels import (
-    ChannelError,
-    ChannelSettings,
-    InputGate,
-    RemoteInputChannel,
-)
+from flowsql.runtime.channels import ChannelError, InputGate, RemoteInputChannel
 from flowsql.runtime.cluster import Job
 from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
 from flowsql.runtime.jobgraph import build_job_graph
@@ -63,27 +58,31 @@ class ParallelStreamingRun:
         self._cancelled.set()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        from flowsql.runtime.parallel.runner import STREAMING_TASK_KIND, deployment
+        from flowsql.runtime.parallel.runner import (
+            STREAMING_TASK_KIND,
+            deployment,
+            register_results,
+            unregister_results,
+        )
 
         runner = self._runner
         with runner._lock:  # only the submission: the job then runs beside others
             cluster, server = runner._start(self._parallelism)
             name = f"result-{next(runner._names)}"
-        channel = RemoteInputChannel(name, ChannelSettings.from_settings(self._settings).credits)
-        server.register(channel)
+        host, port = server.address
+        tasks, edges, names = deployment(self._graph, self._settings, cluster,
+                                         {"channel": name, "host": host, "port": port},
+                                         STREAMING_TASK_KIND)
+        channels = register_results(server, names, self._settings)
         try:
-            host, port = server.address
-            tasks, edges = deployment(self._graph, self._settings, cluster,
-                                      {"channel": name, "host": host, "port": port},
-                                      STREAMING_TASK_KIND)
             job = self._job = cluster.submit(tasks, edges, self._settings)
-            yield from self._receive(job, channel)
+            yield from self._receive(job, channels)
         finally:
-            channel.abort("the query ended")
-            server.unregister(name)
+            unregister_results(server, channels)
 
-    def _receive(self, job: Job, channel: RemoteInputChannel) -> Iterator[pa.RecordBatch]:
-        gate = InputGate([channel])
+    def _receive(self, job: Job, channels: list[RemoteInputChannel]
+                 ) -> Iterator[pa.RecordBatch]:
+        gate = InputGate(channels)
         try:
             while not gate.finished:
                 if self._cancelled.is_set():
