@@ -19,16 +19,30 @@ watermark in effect at its arrival (``time.watermarks``, auto-watermark-interval
 the result equals processing the records one by one with a watermark after each, however
 the input is chunked. Without it, every row of a batch sees the operator's watermark.
 
-Vectorized per batch: windows are assigned with numpy, pre-aggregated with one Acero
-group-by over (key group, keys, window), and merged into the state of the affected key
-groups with another. Sessions need one more idea: within a batch, rows are processed in
-segments that end where some session may fire or where a row's own session is already
-late (that row is merged alone, into stored sessions only), because for sessions the
-order of firing and merging changes the result. Each (key, window) has an id and one
-event-time timer in the timer service; firing takes the due timers' windows out of
-state. All of it lives in the operator's :class:`StateStore`; the watermark and the id
-counter are written to union list state on snapshot (restored as the minimum watermark
-and the maximum counter, so a rescaled restore never reuses an id).
+Fixed windows (TUMBLE, HOP, CUMULATE) use Flink's slicing (``windowing.slicing``): each
+record is pre-aggregated once per batch, with one Acero group-by over (keys, slice end),
+into the slice of ``unit`` width that holds it (the size, slide or step), and the partials
+are stored per slice without touching older state (``windowing.slice_state``). A window
+is the merge of its slices, computed when it fires; slices are forgotten once the last
+window that holds them has fired. A record whose last window is due at its arrival is
+late; any other record joins its slice, which is exactly its windows that fire later.
+That equals "the windows still open at arrival" because windows fire in order of their
+ends, and a batch whose per-record watermarks make a window due that has not fired yet
+(records arriving behind the watermark) is cut where that happens and the window fired
+in between. The slices live in the keyed table ``windows`` (one row per key and slice
+end) only in snapshots.
+
+Sessions need one more idea: within a batch, rows are processed in segments that end
+where some session may fire or where a row's own session is already late (that row is
+merged alone, into stored sessions only), because for sessions the order of firing and
+merging changes the result. Each (key, session) has an id and one event-time timer in the
+timer service; firing takes the due timers' windows out of state. All of it lives in the
+operator's :class:`StateStore`; the watermark and the id counter are written to union list
+state on snapshot (restored as the minimum watermark and the maximum counter, so a
+rescaled restore never reuses an id).
+
+For fixed windows, per-record watermarks are taken as their running maximum within a
+batch (the watermark never moves back).
 """
 
 from __future__ import annotations
@@ -43,8 +57,9 @@ from flowsql.errors import ExecutionError
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.windowing.accumulators import Accumulators
-from flowsql.runtime.operators.windowing.assign import assign_windows
 from flowsql.runtime.operators.windowing.sessions import merge_sessions
+from flowsql.runtime.operators.windowing.slice_state import SLICE_END, SliceState
+from flowsql.runtime.operators.windowing.slicing import Slicing
 from flowsql.runtime.operators.windowing.specs import WindowAggregateSpec
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 from flowsql.runtime.state.progress import EventTimeProgress
@@ -85,9 +100,16 @@ class WindowAggregateOperator(Operator):
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
         self._store = StateStore(context.subtask_index, context.parallelism,
                                  self.spec.max_parallelism)
-        self._windows = self._store.keyed_table("windows", self._state_schema)
-        self._timers = self._store.timers("windows")
         self._progress = EventTimeProgress(self._store)
+        if self.spec.window.kind == "session":
+            self._windows = self._store.keyed_table("windows", self._state_schema)
+            self._timers = self._store.timers("windows")
+        else:
+            self._slicing = Slicing.of(self.spec.window)
+            self._slices = SliceState(self._keys, list(self._state_schema)[:len(self._keys)],
+                                      self._accumulators)
+            self._windows = self._store.keyed_table(
+                "windows", pa.schema(list(self._slices.table_schema)[1:]))
         self._watermark = MIN_WATERMARK
         self._next_counter = 0
 
@@ -104,8 +126,7 @@ class WindowAggregateOperator(Operator):
         if self.spec.window.kind == "session":
             out = self._process_sessions(batch, ts, arrival)
         else:
-            self._process_fixed(batch, ts, arrival)
-            out = []
+            out = self._process_fixed(batch, ts, np.maximum.accumulate(arrival))
         out.extend(self._advance(int(arrival.max())))
         return out
 
@@ -142,21 +163,50 @@ class WindowAggregateOperator(Operator):
         return partial.append_column("window_id", pa.nulls(partial.num_rows, pa.int64()))
 
     def _process_fixed(self, batch: pa.RecordBatch, ts: np.ndarray,
-                       arrival: np.ndarray) -> None:
-        rows, starts, ends = assign_windows(self.spec.window, ts)
-        open_ = ends - 1 > arrival[rows]
-        joined = np.bincount(rows[open_], minlength=batch.num_rows)
-        self._count_late(int((joined == 0).sum()))
-        if not open_.any():
+                       arrival: np.ndarray) -> list[pa.RecordBatch]:
+        """Add the batch to its slices. ``arrival`` is nondecreasing (the watermark only
+        moves forward). A record is late when the last window of its slice is due at its
+        arrival; otherwise adding it to its slice makes it join exactly the windows of the
+        slice that fire later. That equals Flink's "every window still open at arrival"
+        unless a window of the slice became due after the batch began but has not fired
+        yet; only then is the batch cut where the arrival watermark reaches a new window
+        end, firing those windows in between (so in-order input stays one piece)."""
+        slice_ends = self._slicing.slice_ends(ts)
+        live = self._slicing.last_window_ends(slice_ends) - 1 > arrival
+        self._count_late(int(len(live) - np.count_nonzero(live)))
+        due = self._slicing.first_due_end(self._watermark) - 1 <= arrival
+        if not (due & live & (slice_ends - 1 <= arrival)).any():
+            self._add_to_slices(batch, slice_ends, live)
+            return []
+        out: list[pa.RecordBatch] = []
+        epochs = self._slicing.epochs(arrival)
+        bounds = np.concatenate(([0], np.flatnonzero(epochs[1:] != epochs[:-1]) + 1,
+                                 [len(epochs)]))
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            out.extend(self._advance(int(arrival[start])))
+            part = np.zeros(len(live), bool)
+            part[start:stop] = live[start:stop]
+            self._add_to_slices(batch, slice_ends, part)
+        return out
+
+    def _add_to_slices(self, batch: pa.RecordBatch, slice_ends: np.ndarray,
+                       rows: np.ndarray) -> None:
+        """Pre-aggregate the ``rows`` (a mask) of ``batch`` per (keys, slice) and store the
+        partials; key groups are hashed on the partial rows, one per (key, slice)."""
+        count = int(np.count_nonzero(rows))
+        if not count:
             return
-        partial = self._partial(self._rows(batch, rows[open_], starts[open_], ends[open_]))
-        stored = self._take_key_groups(partial)
-        merged = self._accumulators.merge(
-            pa.concat_tables([stored, partial.select(stored.column_names)
-                              .cast(stored.schema)]),
-            [KEY_GROUP, *self._keys, "window_start", "window_end"],
-            extra=[("window_id", "min")])
-        self._store_windows(merged)
+        keys = [batch.column(i) for i in self.spec.group_keys]
+        arguments = self._accumulators.arguments(batch)
+        columns = [*keys, pa.array(slice_ends, pa.int64()), *arguments.values()]
+        table = pa.Table.from_arrays(columns, names=[*self._keys, SLICE_END, *arguments])
+        if count < len(rows):
+            table = table.filter(pa.array(rows))
+        partial = self._accumulators.partial(table, [*self._keys, SLICE_END])
+        groups = self._windows.key_groups_of([partial.column(k) for k in self._keys],
+                                             partial.num_rows)
+        partial = partial.add_column(0, KEY_GROUP, pa.array(groups, pa.int32()))
+        self._slices.add(partial, partial.column(SLICE_END).to_numpy())
 
     def _process_sessions(self, batch: pa.RecordBatch, ts: np.ndarray,
                           arrival: np.ndarray) -> list[pa.RecordBatch]:
@@ -237,7 +287,9 @@ class WindowAggregateOperator(Operator):
         """Move event time to ``watermark`` and emit the windows whose timers are due."""
         if watermark <= self._watermark:
             return []
-        self._watermark = watermark
+        previous, self._watermark = self._watermark, watermark
+        if self.spec.window.kind != "session":
+            return self._fire_slices(previous, watermark)
         due = self._timers.advance(watermark)
         if not due.num_rows:
             return []
@@ -253,14 +305,47 @@ class WindowAggregateOperator(Operator):
         table = pa.Table.from_arrays(columns, schema=self.output_schema)
         return table.combine_chunks().to_batches()
 
+    def _fire_slices(self, previous: int, watermark: int) -> list[pa.RecordBatch]:
+        """Emit the windows that became due, ascending by end, each from its slices, and
+        forget the slices no later window reads."""
+        slice_ends = self._slices.ends()
+        ends = self._slicing.window_ends_due(slice_ends, previous, watermark)
+        if not len(ends):
+            return []
+        last_ends = self._slicing.last_window_ends(slice_ends)
+        tables = []
+        for end in ends.tolist():
+            start = self._slicing.window_start(end)
+            merged = self._slices.window(start, end, set(slice_ends[last_ends > end].tolist()))
+            self._slices.drop_through(slice_ends, last_ends, end)
+            if merged is None:
+                continue
+            n = merged.num_rows
+            columns = ([merged.column(k) for k in self._keys]
+                       + [pa.array(np.full(n, t, np.int64)).view(self._time_type)
+                          for t in (start, end)]
+                       + self._accumulators.finish(merged))
+            tables.append(pa.Table.from_arrays(columns, schema=self.output_schema))
+        if not tables:
+            return []
+        return pa.concat_tables(tables).combine_chunks().to_batches()
+
     # -- checkpoints --------------------------------------------------------------------
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
         self._progress.save(self._watermark, self._next_counter)
-        return self._store.snapshot()
+        if self.spec.window.kind == "session":
+            return self._store.snapshot()
+        self._windows.replace(self._slices.to_table())  # the slices live outside the store
+        snapshot = self._store.snapshot()
+        self._windows.replace(self._windows.schema.empty_table())
+        return snapshot
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
         restored = self._progress.restored()
         if restored is not None:
             self._watermark, self._next_counter = restored
+        if self.spec.window.kind != "session":
+            self._slices.load(self._windows.rows)
+            self._windows.replace(self._windows.schema.empty_table())

@@ -54,6 +54,11 @@ class Accumulators:
         return [pa.field(p.name, p.dtype) for parts in self._parts for p in parts]
 
     @property
+    def merge_parts(self) -> list[tuple[str, str, pa.DataType]]:
+        """(accumulator column, merge function, type) of every accumulator column."""
+        return [(p.name, p.merge, p.dtype) for parts in self._parts for p in parts]
+
+    @property
     def output_fields(self) -> list[pa.Field]:
         fields = []
         for agg, parts in zip(self.aggregates, self._parts):
