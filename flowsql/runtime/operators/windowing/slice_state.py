@@ -114,18 +114,21 @@ class SliceState:
         table = table.select(self.table_schema.names).cast(self.table_schema)
         ends = table.column(SLICE_END).to_numpy()
         self.add(table.drop_columns([SLICE_END]), ends)
-        for slice_end, chunks in self._slices.items():  # one row per key in every table
-            self._slices[slice_end] = [self._merge(chunks)]
+        for slice_end, chunks in self._slices.items():
+            # a snapshot concatenates a slice's tables: a key may have several rows in it
+            self._slices[slice_end] = [self._merge(chunks, rows_per_key_unique=False)]
 
-    def _merge(self, tables: list[pa.Table]) -> pa.Table:
-        """One row per key (of ``schema``), ascending by the group keys."""
+    def _merge(self, tables: list[pa.Table], rows_per_key_unique: bool = True) -> pa.Table:
+        """One row per key (of ``schema``), ascending by the group keys.
+        ``rows_per_key_unique``: each of ``tables`` holds at most one row per key (a
+        single such table then needs no merging, only ordering)."""
         rows = pa.concat_tables(tables)
         if self._numpy_merge:
             merged = merge_sorted(rows, self._keys[0], self._accumulators.merge_parts,
                                   carry=[KEY_GROUP])
             if merged is not None:
                 return merged.select(self.schema.names)
-        if len(tables) > 1:
+        if len(tables) > 1 or not rows_per_key_unique:
             rows = self._accumulators.merge(rows, [KEY_GROUP, *self._keys])
         if self._keys:
             rows = rows.take(pc.sort_indices(rows, [(k, "ascending") for k in self._keys]))
