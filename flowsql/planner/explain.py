@@ -59,6 +59,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowJoinExec,
 )
 from flowsql.planner.schema import Schema
 
@@ -236,6 +237,11 @@ def _streaming_line(plan: PhysicalPlan) -> str | None:
         return (f"IntervalJoin[{plan.kind}] keys={keys} {render(plan.right_time)} BETWEEN "
                 f"{render(plan.left_time)} + {plan.lower_ms}ms AND "
                 f"{render(plan.left_time)} + {plan.upper_ms}ms{residual}")
+    if isinstance(plan, WindowJoinExec):
+        keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
+        residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
+        window = f"({render(plan.left_window[0])}, {render(plan.left_window[1])})"
+        return f"WindowJoin[{plan.kind}] window={window} keys={keys}{residual}"
     if isinstance(plan, OverAggregateExec):
         preceding = "unbounded" if plan.preceding is None else str(plan.preceding)
         partition = _list(render(k) for k in plan.partition_keys)

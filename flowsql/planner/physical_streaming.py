@@ -4,7 +4,8 @@
 The streaming planning pass (``optimizer/streaming``) turns a batch physical plan into one
 of these where the batch algorithm would need to see its whole input first: an unwindowed
 aggregate becomes a changelog ``GroupAggregateExec``, a join a ``StreamJoinExec`` (or an
-``IntervalJoinExec`` when its condition bounds the two rowtimes), ROW_NUMBER filters a
+``IntervalJoinExec`` when its condition bounds the two rowtimes, a ``WindowJoinExec`` when it
+joins two windowed inputs on their window bounds), ROW_NUMBER filters a
 ``RankExec``, OVER aggregates ordered by a rowtime an ``OverAggregateExec``; scans of tables
 with a WATERMARK get a ``WatermarkAssignerExec`` above them, an operator whose time attribute
 is a ``PROCTIME()`` column gets a ``ProctimeWatermarkExec`` below it, and ``INSERT INTO``
@@ -113,6 +114,31 @@ class IntervalJoinExec(_Binary):
     right_time: Expr
     lower_ms: int
     upper_ms: int
+    residual: Expr | None
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, None)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowJoinExec(_Binary):
+    """Flink's window join: both inputs carry window bounds (a window TVF, window aggregate
+    or window Top-N upstream) and the condition equates them. ``left_keys``/``right_keys``
+    are all equi keys, the window bounds included; ``left_window``/``right_window`` name
+    each side's (window_start, window_end). Rows are buffered per window and joined once,
+    when the watermark passes ``window_end - 1``; the output is insert-only for every kind
+    (inner, left, right, full, semi, anti), and rows of a window that already fired are
+    dropped as late."""
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    left_window: tuple[Expr, Expr]
+    right_window: tuple[Expr, Expr]
     residual: Expr | None
     est_rows: float
 

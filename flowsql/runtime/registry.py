@@ -79,6 +79,7 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     S.RankExec: _lazy(f"{_OPS}.rank", "RankOperator"),
     S.StreamJoinExec: _lazy(f"{_OPS}.stream_join", "StreamJoinOperator"),
     S.IntervalJoinExec: _lazy(f"{_OPS}.interval_join", "IntervalJoinOperator"),
+    S.WindowJoinExec: _lazy(f"{_OPS}.window_join", "WindowJoinOperator"),
     S.OverAggregateExec: _lazy(f"{_OPS}.over_aggregate", "OverAggregateOperator"),
     S.SinkExec: _lazy(f"{_OPS}.sink", "SinkOperator"),
 }
@@ -93,6 +94,7 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     S.StreamJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
+    S.WindowJoinExec: lambda n: f"{n.kind} window join",  # type: ignore[attr-defined]
     S.SinkExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
 }
 

@@ -113,6 +113,12 @@ QUERIES = {
     "over_range": "SELECT k, v, COUNT(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN "
                   "INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS c FROM l",
     "union_all": "SELECT k, v FROM l WHERE v < 10 UNION ALL SELECT k, v FROM r WHERE v > 90",
+    **{f"window_join_{name}": f"""SELECT a.k, a.window_start, a.v, b.v AS rv
+          FROM TABLE({_window('tumble')}) a
+          {kind} TABLE({_window('tumble').replace('TABLE l', 'TABLE r')}) b
+          ON a.window_start = b.window_start AND a.window_end = b.window_end AND a.k = b.k
+             AND a.v < b.v"""
+       for name, kind in (("inner", "JOIN"), ("left", "LEFT JOIN"))},
 }
 
 

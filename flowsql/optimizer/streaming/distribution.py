@@ -42,6 +42,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowJoinExec,
 )
 from flowsql.planner.properties import ANY, SINGLE, Distribution
 
@@ -75,6 +76,7 @@ class _StreamingPass(_Pass):
             SinkExec: self._passthrough,
             StreamJoinExec: self._stream_join,  # type: ignore[dict-item]
             IntervalJoinExec: self._stream_join,  # type: ignore[dict-item]
+            WindowJoinExec: self._stream_join,  # type: ignore[dict-item]
         })
 
     def visit(self, node: PhysicalPlan) -> Placed:

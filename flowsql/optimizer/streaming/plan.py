@@ -13,9 +13,12 @@ the end of its input:
   gets a ``ProctimeWatermarkExec`` right below it, whose watermark is the wall clock, and
   then runs exactly as over a rowtime;
 * an aggregate becomes a changelog ``GroupAggregateExec`` (updating);
-* a join of two rowtime inputs whose condition bounds one rowtime by the other becomes an
-  ``IntervalJoinExec``; any other inner/outer join a ``StreamJoinExec`` (updating when an
-  input is updating or the join is outer);
+* a join of two windowed inputs whose condition equates both window bounds
+  (``L.window_start = R.window_start AND L.window_end = R.window_end``) becomes a
+  ``WindowJoinExec`` (insert-only, also for outer, semi and anti joins); a join of two
+  rowtime inputs whose condition bounds one rowtime by the other an ``IntervalJoinExec``;
+  any other inner/outer join a ``StreamJoinExec`` (updating when an input is updating or
+  the join is outer);
 * ``ROW_NUMBER() OVER (...)`` filtered to a range becomes a ``RankExec``: deduplication when
   ordered by a time attribute and kept to rank 1, a window Top-N when partitioned by a
   window's start and end, Top-N otherwise; ``ORDER BY .. LIMIT n`` is a global Top-N;
@@ -23,8 +26,8 @@ the end of its input:
 
 Operators that need an insert-only input (window aggregates, interval joins, OVER, Top-N,
 LIMIT, filesystem sinks) reject an updating one, naming the node that made it updating;
-constructs without a streaming algorithm (a plain ORDER BY, semi/anti joins, UNION
-without ALL, ...) are rejected with what to write instead.
+constructs without a streaming algorithm (a plain ORDER BY, semi/anti joins other than
+window joins, UNION without ALL, ...) are rejected with what to write instead.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowJoinExec,
 )
 from flowsql.planner.schema import Field
 
@@ -92,6 +96,9 @@ class StreamInfo:
     bounded: bool
     #: columns computed as PROCTIME() (processing-time attributes)
     proctimes: frozenset[int] = frozenset()
+    #: window_end cids of windows assigned by processing time (a window TVF over a
+    #: PROCTIME() column): no watermark passes their ends, so a window join cannot use them
+    proctime_windows: frozenset[int] = frozenset()
 
 
 def to_streaming(plan: PhysicalPlan, settings: dict[str, str]
@@ -167,6 +174,7 @@ class _Planner:
             f.cid for e, f in zip(node.exprs, node.fields) if _is_proctime(e)}
         windows = tuple((moved[s], moved[e]) for s, e in info.windows
                         if s in moved and e in moved)
+        proctime_windows = frozenset(moved[c] for c in info.proctime_windows if c in moved)
         out: PhysicalPlan = replace(node, input=child)
         computed = self._computed_rowtime(node, child)
         if computed is not None:
@@ -174,7 +182,8 @@ class _Planner:
             out = WatermarkAssignerExec(out, computed.ref(), spec.delay_ms, self.interval,
                                         node.est_rows)
             rowtimes |= {computed.cid}
-        return out, replace(info, rowtimes=rowtimes, windows=windows, proctimes=proctimes)
+        return out, replace(info, rowtimes=rowtimes, windows=windows, proctimes=proctimes,
+                            proctime_windows=proctime_windows)
 
     @staticmethod
     def _computed_rowtime(node: ProjectExec, child: PhysicalPlan) -> Field | None:
@@ -196,8 +205,11 @@ class _Planner:
         (child,), (info,) = self._inputs(node)
         _insert_only(info, "a window table function")
         start, end, _time = (f.cid for f in node.window_fields)
+        proctime_windows = info.proctime_windows
+        if column_ids(node.time_column) & info.proctimes:
+            proctime_windows |= {end}
         return replace(node, input=child), replace(
-            info, windows=(*info.windows, (start, end)))
+            info, windows=(*info.windows, (start, end)), proctime_windows=proctime_windows)
 
     def window_aggregate(self, node: WindowAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -296,7 +308,8 @@ class _Planner:
         return plan, StreamInfo(mode, None if insert_only else "Top-N / deduplication",
                                 info.rowtimes if insert_only else frozenset(),
                                 info.windows, info.bounded,
-                                info.proctimes if insert_only else frozenset())
+                                info.proctimes if insert_only else frozenset(),
+                                info.proctime_windows)
 
     def top_n(self, node: TopNExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -309,14 +322,19 @@ class _Planner:
     # -- joins ----------------------------------------------------------------------------
     def join(self, node: HashJoinExec | NestedLoopJoinExec) -> tuple[PhysicalPlan, StreamInfo]:
         (left, right), (linfo, rinfo) = self._inputs(node)
-        if node.kind not in ("inner", "left", "right", "full"):
-            raise PlanError(f"a {node.kind} join (from IN / EXISTS / a scalar subquery) is not "
-                            "supported over streams yet; write it as an inner or outer join")
         if isinstance(node, HashJoinExec):
             left_keys, right_keys, residual = node.left_keys, node.right_keys, node.residual
         else:
             left_keys, right_keys, residual = (), (), node.condition
         bounded = linfo.bounded and rinfo.bounded
+        windows = _window_pairs(left_keys, right_keys, linfo, rinfo)
+        if windows is not None and node.kind in _WINDOW_JOIN_KINDS and not node.null_aware:
+            return self._window_join(node, (left, right), (linfo, rinfo), windows, residual)
+        if node.kind not in ("inner", "left", "right", "full"):
+            raise PlanError(f"a {node.kind} join (from IN / EXISTS / a scalar subquery) is not "
+                            "supported over streams yet; write it as an inner or outer join "
+                            "(IN / EXISTS are supported as a window join: both sides windowed "
+                            "and the subquery equating window_start and window_end)")
         interval = self._interval(node, linfo, rinfo, residual)
         if interval is not None:
             _insert_only(linfo, "an interval join")
@@ -335,6 +353,31 @@ class _Planner:
         plan = StreamJoinExec(left, right, node.kind, left_keys, right_keys, residual,
                               mode == UPDATING, node.est_rows)
         return plan, StreamInfo(mode, updated_by, frozenset(), (), bounded)
+
+    def _window_join(self, node: HashJoinExec | NestedLoopJoinExec,
+                     inputs: tuple[PhysicalPlan, PhysicalPlan],
+                     infos: tuple[StreamInfo, StreamInfo],
+                     windows: tuple[tuple[int, int], tuple[int, int]],
+                     residual: Expr | None) -> tuple[PhysicalPlan, StreamInfo]:
+        """The join as a ``WindowJoinExec``: its output is insert-only, and the window
+        bounds of a side whose rows are never padded stay window bounds."""
+        assert isinstance(node, HashJoinExec)
+        linfo, rinfo = infos
+        _insert_only(linfo, "a window join")
+        _insert_only(rinfo, "a window join")
+        if windows[0][1] in linfo.proctime_windows or windows[1][1] in rinfo.proctime_windows:
+            raise PlanError("a window join needs event-time windows (a window TVF over a "
+                            "rowtime attribute with a WATERMARK); processing-time windows "
+                            "are not supported")
+        refs = [tuple(next(f for f in child.schema if f.cid == cid).ref() for cid in pair)
+                for child, pair in zip(node.inputs, windows)]
+        plan = WindowJoinExec(*inputs, node.kind, node.left_keys, node.right_keys,
+                              (refs[0][0], refs[0][1]), (refs[1][0], refs[1][1]), residual,
+                              node.est_rows)
+        kept = {"inner": windows, "left": windows[:1], "semi": windows[:1],
+                "anti": windows[:1], "right": windows[1:], "full": ()}[node.kind]
+        return plan, StreamInfo(INSERT_ONLY, None, frozenset(), kept,
+                                linfo.bounded and rinfo.bounded)
 
     @staticmethod
     def _interval(node: PhysicalPlan, linfo: StreamInfo, rinfo: StreamInfo,
@@ -385,6 +428,23 @@ class _Planner:
                             f"{info.updated_by}); write to a print or blackhole table, or "
                             "use a windowed aggregate")
         return replace(node, input=child), info
+
+
+_WINDOW_JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+
+
+def _window_pairs(left_keys: tuple[Expr, ...], right_keys: tuple[Expr, ...],
+                  linfo: StreamInfo, rinfo: StreamInfo
+                  ) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The (window_start, window_end) cids of a left and a right window whose starts and
+    ends the equi keys equate (a window join), or None."""
+    equal = {(a.cid, b.cid) for a, b in zip(left_keys, right_keys)
+             if isinstance(a, ColumnRef) and isinstance(b, ColumnRef)}
+    for ls, le in linfo.windows:
+        for rs, re in rinfo.windows:
+            if (ls, rs) in equal and (le, re) in equal:
+                return (ls, le), (rs, re)
+    return None
 
 
 def _insert_only(info: StreamInfo, consumer: str) -> None:
