@@ -46,13 +46,20 @@ class CheckpointBarrier:
 
 
 @dataclass(frozen=True, slots=True)
+class SenderIdle:
+    """The sender has had no input for ``table.exec.source.idle-timeout``: until it sends
+    a record or a watermark again, its channel must not hold back the receiver's watermark
+    (Flink's idle watermark status)."""
+
+
+@dataclass(frozen=True, slots=True)
 class EndOfInput:
     """The channel's sender is done; nothing follows."""
 
 
-ControlEvent: TypeAlias = Watermark | CheckpointBarrier | EndOfInput
+ControlEvent: TypeAlias = Watermark | CheckpointBarrier | SenderIdle | EndOfInput
 
-_WATERMARK, _BARRIER, _END = 1, 2, 3
+_WATERMARK, _BARRIER, _END, _IDLE = 1, 2, 3, 4
 _KIND_CODES = {BarrierKind.CHECKPOINT: 0, BarrierKind.SAVEPOINT: 1}
 _KINDS = {code: kind for kind, code in _KIND_CODES.items()}
 _WATERMARK_LAYOUT = struct.Struct("<Bq")
@@ -68,6 +75,8 @@ def encode_event(event: ControlEvent) -> bytes:
                                     _KIND_CODES[event.kind])
     if isinstance(event, EndOfInput):
         return bytes((_END,))
+    if isinstance(event, SenderIdle):
+        return bytes((_IDLE,))
     raise TypeError(f"not a control event: {event!r}")
 
 
@@ -82,6 +91,8 @@ def decode_event(data: bytes | memoryview) -> ControlEvent:
             return CheckpointBarrier(checkpoint_id, timestamp, _KINDS[kind])
         if tag == _END and len(data) == 1:
             return EndOfInput()
+        if tag == _IDLE and len(data) == 1:
+            return SenderIdle()
     except (IndexError, KeyError, struct.error):
         pass
     raise ExecutionError(f"corrupt control event on a channel: {bytes(data[:32]).hex()}")

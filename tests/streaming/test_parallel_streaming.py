@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -217,3 +218,39 @@ def test_processing_time_windows_at_parallelism_two_count_every_row_once(
     counted = two.sql("SELECT k, COUNT(*) AS c FROM clocked GROUP BY k").to_arrow()
     assert per_key == dict(zip(counted["k"].to_pylist(), counted["c"].to_pylist()))
     assert sum(per_key.values()) == 600
+
+
+def test_an_idle_source_subtask_does_not_hold_back_windows_downstream(
+        tmp_path: Path) -> None:
+    """A watched directory with one file: one source subtask reads it, the other has
+    nothing. With table.exec.source.idle-timeout the silent subtask tells its receivers
+    it is idle, so the windows behind the hash exchange fire while the job runs (without
+    it they would wait for a watermark that never comes)."""
+    incoming = tmp_path / "in"
+    incoming.mkdir()
+    lines = [f"{k},{v},2024-01-01 00:00:{s:02d}" for s, (k, v) in
+             enumerate([("a", 1), ("b", 2), ("a", 3), ("a", 4), ("b", 5), ("a", 6)])]
+    (incoming / "1.csv").write_text("\n".join(lines) + "\n")
+    with flowsql.connect(**{"execution.runtime-mode": "streaming", "parallelism.default": "2",
+                            "table.exec.source.idle-timeout": "200 ms",
+                            "pipeline.auto-watermark-interval": "0"}) as session:
+        session.sql(f"""CREATE TABLE src (k STRING, v BIGINT, ts TIMESTAMP(3),
+                          WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem',
+                          'path' = '{incoming}', 'format' = 'csv',
+                          'source.monitor-interval' = '50 ms')""")
+        result = session.sql("""SELECT k, window_start, COUNT(*) AS c, SUM(v) AS s
+                                FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts),
+                                                  INTERVAL '2' SECOND))
+                                GROUP BY k, window_start, window_end""")
+        guard = threading.Timer(60, result.changelog.cancel)  # a failure, never a hang
+        guard.start()
+        stream = result.stream()
+        rows = itertools.islice((row for b in stream for row in zip(*b.to_pydict().values())),
+                                3)
+        fired = sorted(rows, key=repr)
+        stream.close()  # type: ignore[attr-defined]
+        guard.cancel()
+    at = lambda s: EPOCH + dt.timedelta(seconds=s)  # noqa: E731
+    # the watermark reached 00:00:05: the windows [0, 2) and [2, 4) fired, [4, 6) is open
+    assert fired == sorted([("+I", "a", at(0), 1, 1), ("+I", "b", at(0), 1, 2),
+                            ("+I", "a", at(2), 2, 7)], key=repr)

@@ -33,7 +33,7 @@ from flowsql.runtime.channels import (
     RemoteOutputChannel,
 )
 from flowsql.runtime.cluster.tasks import TaskContext
-from flowsql.runtime.events import Watermark
+from flowsql.runtime.events import SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.operators.contract import Limiting, Source
@@ -100,6 +100,12 @@ class StageOutput:
         if self.partitioner is not None:
             for writer in self.partitioner.writers:
                 writer.emit(Watermark(timestamp))
+
+    def idle(self) -> None:
+        """This subtask has no input for now: receivers stop waiting for its watermark."""
+        if self.partitioner is not None:
+            for writer in self.partitioner.writers:
+                writer.emit(SenderIdle())
 
     def finish(self) -> None:
         if self.result is not None:

@@ -10,7 +10,8 @@ the order they arrive, and one side never waits behind the other.
 Watermarks follow Flink's rule for a task with several upstream subtasks: an edge's
 watermark is the minimum over its channels (one per sending subtask), and it is passed on
 only when that minimum advances. A channel that delivered its end holds nothing back (its
-watermark counts as +infinity). Records keep their position relative to watermarks: a
+watermark counts as +infinity), nor does one whose sender said it is idle
+(``SenderIdle``), until that sender sends a record or a watermark again. Records keep their position relative to watermarks: a
 batch that arrived before a watermark is handed out before it.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from flowsql.runtime.channels import ChannelError, InputGate
-from flowsql.runtime.events import MAX_WATERMARK, EndOfInput, Watermark
+from flowsql.runtime.events import MAX_WATERMARK, EndOfInput, SenderIdle, Watermark
 from flowsql.runtime.operators.contract import PolledSource
 from flowsql.runtime.time.watermark_merger import WatermarkMerger
 
@@ -77,7 +78,13 @@ class EdgeInput(PolledSource):
             position, element = self.queue.popleft()
             if isinstance(element, pa.RecordBatch):
                 if element.num_rows:
+                    self.merger.on_records(position)
                     out.append(element)
+                continue
+            if isinstance(element, SenderIdle):
+                combined = self.merger.mark_idle(position)
+                if combined is not None:
+                    out.append(Watermark(combined))
                 continue
             if isinstance(element, EndOfInput):
                 self.open_channels -= 1

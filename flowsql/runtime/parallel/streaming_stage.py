@@ -13,6 +13,9 @@ differs is at the stage's edges:
   batches before it -- that is what lets a downstream window fire at the same records as
   in one process.
 
+With ``table.exec.source.idle-timeout`` set, a subtask whose sources have been silent that
+long tells its receivers it is idle, so they do not wait for its watermark (``_Idleness``).
+
 While it runs, the subtask reports its operators' metrics to the coordinator about every
 ``PROGRESS_S`` seconds, and once more in its result.
 """
@@ -20,6 +23,7 @@ While it runs, the subtask reports its operators' metrics to the coordinator abo
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +39,7 @@ from flowsql.runtime.parallel.split_scan import SplitScanOperator
 from flowsql.runtime.parallel.stage_task import StageOutput
 from flowsql.runtime.parallel.stream_inputs import EdgeInput, GateReader
 from flowsql.runtime.registry import create_operator
-from flowsql.runtime.streaming.executor import StreamingRun
+from flowsql.runtime.streaming.executor import StreamingRun, idle_timeout_ms
 
 #: seconds between two progress reports of a running subtask
 PROGRESS_S = 0.5
@@ -64,15 +68,17 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
         return create_operator(node)
 
     output = StageOutput(context, plan)
+    idleness = _Idleness(output, idle_timeout_ms(dict(context.settings)))
     run = StreamingRun(plan, dict(context.settings), operators=operator,
                        subtask_index=context.subtask, parallelism=parallelism,
                        where=f" in subtask {context.subtask} of {parallelism} of {context.name}",
-                       cancelled=context.cancelled)
+                       cancelled=context.cancelled, on_idle=lambda: idleness.check(run))
     done = threading.Event()
     threading.Thread(target=_report_progress, args=(context, run, done), daemon=True,
                      name=f"progress {context.task_id}").start()
     try:
         for element in run.elements():
+            idleness.sent = False  # a record or watermark makes the channels active again
             if isinstance(element, pa.RecordBatch):
                 output.write(element)
             elif isinstance(element, Watermark):
@@ -85,6 +91,25 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
     finally:
         done.set()
     return {"metrics": run.metrics()}
+
+
+class _Idleness:
+    """Flink's idle sources across an exchange: once this subtask's sources have produced
+    no records for ``table.exec.source.idle-timeout``, its receivers are told
+    (``SenderIdle``) so its silence does not hold back their watermarks; the next record
+    or watermark it sends makes it count again."""
+
+    def __init__(self, output: StageOutput, timeout_ms: int | None) -> None:
+        self.output = output
+        self.timeout_s = timeout_ms / 1000 if timeout_ms else None
+        self.sent = False
+
+    def check(self, run: StreamingRun) -> None:
+        if self.timeout_s is None or self.sent:
+            return
+        if time.monotonic() - run.last_input >= self.timeout_s:
+            self.output.idle()
+            self.sent = True
 
 
 def _report_progress(context: TaskContext, run: StreamingRun, done: threading.Event) -> None:

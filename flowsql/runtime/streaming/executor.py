@@ -35,6 +35,7 @@ job's metrics.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -81,13 +82,15 @@ class StreamingRun:
     def __init__(self, plan: PhysicalPlan, settings: dict[str, str], *,
                  operators: Callable[[PhysicalPlan], Operator] = create_operator,
                  subtask_index: int = 0, parallelism: int = 1, where: str = "",
-                 cancelled: threading.Event | None = None) -> None:
+                 cancelled: threading.Event | None = None,
+                 on_idle: Callable[[], None] | None = None) -> None:
         """``operators`` builds each node's operator; ``subtask_index``/``parallelism``
         tell the operators which share of the job they are, ``where`` ends their labels
-        (e.g. " in subtask 1 of 2 of stage-1"), ``cancelled`` may be shared with a task."""
+        (e.g. " in subtask 1 of 2 of stage-1"), ``cancelled`` may be shared with a task,
+        ``on_idle`` is called whenever a turn found no source with anything to give."""
         self.plan = plan
         self._job = _job(settings)
-        self._idle_timeout = _idle_timeout_ms(settings)
+        self._idle_timeout = idle_timeout_ms(settings)
         self._operators = operators
         self._subtask_index = subtask_index
         self._parallelism = parallelism
@@ -97,6 +100,9 @@ class StreamingRun:
         self._output: deque[pa.RecordBatch | Watermark] = deque()
         self._root_watermark = MIN_WATERMARK
         self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._on_idle = on_idle
+        #: time.monotonic() when a source last produced records
+        self.last_input = time.monotonic()
         self.root = self._build(plan, None, 0)
 
     # -- construction ---------------------------------------------------------------------
@@ -160,6 +166,8 @@ class StreamingRun:
     def _idle(self, active: list[_Vertex]) -> None:
         """Nothing moved: wait in one poll, then let idle inputs stop holding back time."""
         self._poll(active[0], IDLE_WAIT_S)
+        if self._on_idle is not None:
+            self._on_idle()
         for vertex in self._vertices:
             if vertex.closed:
                 continue
@@ -179,6 +187,8 @@ class StreamingRun:
             if polled is None:
                 self._finish(source)
                 return True
+            if any(isinstance(e, pa.RecordBatch) for e in polled):
+                self.last_input = time.monotonic()
             self._route(source, polled)
             return bool(polled)
         if source.produced is None:
@@ -188,6 +198,7 @@ class StreamingRun:
         if batch is None:
             self._finish(source)
         else:
+            self.last_input = time.monotonic()
             self._route(source, [batch])
         return True
 
@@ -273,7 +284,7 @@ def _listed(hook: Any) -> list[Any]:
     return list(hook())
 
 
-def _idle_timeout_ms(settings: dict[str, str]) -> int | None:
+def idle_timeout_ms(settings: dict[str, str]) -> int | None:
     raw = settings.get("table.exec.source.idle-timeout", "0").strip().lower()
     for suffix, factor in (("ms", 1), ("min", 60000), ("s", 1000), ("", 1)):
         number = raw[: len(raw) - len(suffix)] if suffix else raw

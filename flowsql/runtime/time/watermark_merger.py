@@ -4,8 +4,10 @@ An operator's event time is the minimum of its inputs' watermarks: it may only p
 what every input promised. An input that has sent nothing (records or watermarks) for
 ``idle_timeout_ms`` of processing time is *idle* and excluded, so one silent partition
 does not stall event time (Flink's ``table.exec.source.idle-timeout``); it becomes active
-again with its next record or watermark. When every input is idle the combined watermark
-holds still. The combined watermark never goes backwards, also when an input that was
+again with its next record or watermark. When every input is idle, nothing will move
+time on, so the combined watermark becomes the largest any input reached (Flink's
+flush when its last active channel goes idle): an input that went idle ahead of the others
+still lets its windows fire. The combined watermark never goes backwards, also when an input that was
 behind becomes active again.
 """
 
@@ -52,6 +54,12 @@ class WatermarkMerger:
                 self._idle[index] = True
         return self._recombine()
 
+    def mark_idle(self, input: int) -> int | None:
+        """``input`` said it is idle (an upstream subtask without input): leave it out
+        until its next record or watermark."""
+        self._idle[input] = True
+        return self._recombine()
+
     def is_idle(self, input: int) -> bool:
         return self._idle[input]
 
@@ -61,9 +69,7 @@ class WatermarkMerger:
 
     def _recombine(self) -> int | None:
         active = [w for w, idle in zip(self._watermarks, self._idle) if not idle]
-        if not active:
-            return None
-        candidate = min(active)
+        candidate = min(active) if active else max(self._watermarks)
         if candidate <= self.combined:
             return None
         self.combined = candidate

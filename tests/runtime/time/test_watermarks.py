@@ -76,4 +76,16 @@ def test_idle_inputs_are_excluded_until_they_speak_again():
     assert merger.on_watermark(1, 60) is None
     assert merger.combined == 130
     clock.now = 5000
-    assert merger.check_idle() is None  # all idle: hold still
+    assert merger.check_idle() is None  # all idle: the largest (130) is already out
+
+
+def test_when_every_input_is_idle_the_largest_watermark_goes_out():
+    """Input 0 reached 500 and went idle first; input 1 (at 100) holds time back until it
+    goes idle too: then nothing can move time on, and input 0's 500 is released."""
+    merger = WatermarkMerger(2)
+    assert merger.on_watermark(0, 500) is None
+    assert merger.on_watermark(1, 100) == 100
+    assert merger.mark_idle(0) is None
+    assert merger.mark_idle(1) == 500
+    merger.on_records(1)  # active again: never backwards
+    assert merger.on_watermark(1, 200) is None and merger.combined == 500
