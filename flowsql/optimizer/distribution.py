@@ -8,8 +8,9 @@ requirement. Requirements:
 * hash join: both inputs hash-partitioned by corresponding keys (an input already hashed
   by a subsequence of its keys keeps its partitioning and the other side is hashed to match);
   or, when a side the join kind allows to replicate has fewer estimated rows than
-  ``optimizer.broadcast-threshold-rows`` (default 100000), that side broadcast and the other
-  left where it is. NOT IN / IN joins (``null_aware``) always broadcast their right side,
+  ``optimizer.broadcast-threshold-rows`` (default 100000) -- or up to ten times that, when
+  its copies on every subtask are fewer rows than the shuffle would move -- that side
+  broadcast and the other left where it is. NOT IN / IN joins (``null_aware``) always broadcast their right side,
   since one NULL on it changes the answer for every left row. Nested-loop joins broadcast
   the smaller allowed side, or run on one subtask (full joins).
 * aggregate: rows of a group together. Already co-located input (e.g. hashed by a join key
@@ -80,7 +81,7 @@ def enforce_distribution(plan: PhysicalPlan, settings: dict[str, str]) -> Physic
     if not threshold.strip().isdigit():
         raise PlanError(f"invalid optimizer.broadcast-threshold-rows '{threshold}' "
                         "(a row count)")
-    node, delivered = _Pass(int(threshold)).visit(plan)
+    node, delivered = _Pass(int(threshold), parallelism(settings)).visit(plan)
     return node if delivered == SINGLE else _gather(node)[0]
 
 
@@ -122,8 +123,9 @@ def _key_positions(delivered: Distribution, keys: tuple[Expr, ...]) -> list[tupl
 
 
 class _Pass:
-    def __init__(self, broadcast_threshold: int) -> None:
+    def __init__(self, broadcast_threshold: int, parallelism: int = 2) -> None:
         self.threshold = broadcast_threshold
+        self.parallelism = parallelism
         self.rules: dict[type, Callable[[PhysicalPlan], Placed]] = {
             TableScanExec: lambda n: (n, ANY),
             ValuesExec: lambda n: (n, SINGLE),
@@ -294,7 +296,8 @@ class _Pass:
         allowed = self._replicable(node.kind, node.null_aware)
         rows = {"left": node.left.est_rows, "right": node.right.est_rows}
         small = min(allowed, key=lambda s: rows[s], default=None)
-        if small is not None and (node.null_aware or rows[small] < self.threshold):
+        if small is not None and (node.null_aware or rows[small] < self.threshold
+                                  or self._cheaper_to_broadcast(node, ld, rd, rows, small)):
             return self._broadcast(node, sides, small, node.kind)
         shared = [j for j in _key_positions(ld, node.left_keys)
                   if j in _key_positions(rd, node.right_keys)]
@@ -319,6 +322,22 @@ class _Pass:
         else:
             delivered = ld
         return node.with_inputs((left, right)), delivered
+
+    def _cheaper_to_broadcast(self, node: HashJoinExec, ld: Distribution, rd: Distribution,
+                              rows: dict[str, float], small: str) -> bool:
+        """Above the threshold, broadcast still wins when it moves fewer rows than the
+        shuffle would: ``parallelism`` copies of the small side against the rows of every
+        side not yet partitioned on the join keys -- a 170-thousand-row build side beats
+        shuffling 6 million probe rows. A side over ten times the threshold is never
+        replicated: every subtask would hold all of it."""
+        if rows[small] > 10 * self.threshold:
+            return False
+        shuffled = 0.0
+        if not _key_positions(ld, node.left_keys):
+            shuffled += rows["left"]
+        if not _key_positions(rd, node.right_keys):
+            shuffled += rows["right"]
+        return rows[small] * self.parallelism < shuffled
 
     def _loop_join(self, node: NestedLoopJoinExec) -> Placed:
         sides = (self.visit(node.left), self.visit(node.right))

@@ -172,3 +172,17 @@ def test_hash_on_a_subset_of_the_keys_satisfies() -> None:
     assert Distribution.hash((3,), (1,)).satisfies(Distribution.hash((1, 2)))
     assert SINGLE.satisfies(Distribution.hash((1,)))
     assert not BROADCAST.satisfies(SINGLE) and not SINGLE.satisfies(BROADCAST)
+
+
+def test_above_the_threshold_a_side_is_broadcast_when_that_moves_fewer_rows(
+        session: Session) -> None:
+    """orders (~15 thousand rows at SF 0.01) joined with lineitem (~60 thousand): two
+    copies of orders move fewer rows than shuffling both sides, so orders is broadcast
+    under a threshold of 2000 (orders is within ten times it); under 1000 it is not (a
+    side over ten times the threshold is never replicated) and both sides are hashed."""
+    sql = "SELECT o_orderkey, l_quantity FROM orders JOIN lineitem ON o_orderkey = l_orderkey"
+    assert sorted(exchanges(physical(session, sql, threshold=2000))) == [
+        "Exchange[broadcast]", "Exchange[gather]"]
+    assert sorted(exchanges(physical(session, sql, threshold=1000))) == [
+        "Exchange[gather]", "Exchange[hash] keys=[l_orderkey]",
+        "Exchange[hash] keys=[o_orderkey]"]
