@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SF ?= 0.1
 
-.PHONY: install demo test test-all lint golden bench clean
+.PHONY: install demo test test-all lint golden bench bench-flink clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench: install
 	$(BIN)/python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1
 	$(BIN)/python benchmarks/buffer_timeout_latency.py --markdown
 	$(BIN)/python benchmarks/streaming_throughput.py --markdown
+
+bench-flink: install
+	$(BIN)/python benchmarks/flink_baseline.py --markdown --json data/flink_baseline.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache
