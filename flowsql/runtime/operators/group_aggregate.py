@@ -464,8 +464,12 @@ def _non_null_type(array: pa.Array) -> pa.Array:
 
 
 def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
-    stored = state.rows.column(_HASH).to_numpy()
-    return np.isin(stored, hashes)
+    """Mask of the stored rows whose group hash is one of ``hashes``: one linear probe
+    of the stored column into a hash set of the batch's few hashes (a sort-based
+    ``np.isin`` would sort the whole state every batch)."""
+    stored = state.rows.column(_HASH)
+    found = pc.is_in(stored, value_set=pa.array(hashes, stored.type))
+    return found.to_numpy(zero_copy_only=False)
 
 
 def _append(state: KeyedTableState, rows: pa.Table) -> None:

@@ -67,8 +67,10 @@ class KeyedTableState:
 
     def in_key_groups(self, groups: np.ndarray) -> np.ndarray:
         """Boolean mask of the rows whose key group is one of ``groups``."""
-        owned = self._rows.column(KEY_GROUP).to_numpy()
-        return np.isin(owned, groups)
+        owned = self._rows.column(KEY_GROUP)
+        # a linear probe into a hash set of the few groups, not a sort of the whole state
+        found = pc.is_in(owned, value_set=pa.array(groups, owned.type))
+        return found.to_numpy(zero_copy_only=False)
 
     def split(self, mask: np.ndarray) -> tuple[pa.Table, pa.Table]:
         """(rows where ``mask``, the other rows), both in their stored order."""
