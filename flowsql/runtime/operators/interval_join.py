@@ -38,20 +38,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import IntervalJoinExec
-from flowsql.runtime.changelog import is_updating
-from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.batches import positional
 from flowsql.runtime.operators.joining.condition import JoinCondition
-from flowsql.runtime.operators.joining.sides import SideState, assemble
+from flowsql.runtime.operators.joining.event_time import EventTimeJoin
+from flowsql.runtime.operators.joining.sides import assemble
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 TIME, MATCHED, ROW_ID = "$time", "$matched", "$row_id"
 _BOOKKEEPING = (pa.field(TIME, pa.int64(), nullable=False),
@@ -61,42 +56,31 @@ _ID_SHIFT = 16  # row id = (counter << 16) | subtask index: unique across subtas
 KINDS = ("inner", "left", "right", "full")
 
 
-class IntervalJoinOperator(Operator):
+class IntervalJoinOperator(EventTimeJoin):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
+    title = "interval join"
+    kinds = KINDS
+    bookkeeping = _BOOKKEEPING
+    timers_name = "expiry"
+
     def __init__(self, node: IntervalJoinExec) -> None:
-        if node.kind not in KINDS:
-            raise ExecutionError(f"interval join: unsupported join kind {node.kind!r}")
-        self.node = node
+        super().__init__(node)
+        self.node: IntervalJoinExec = node
         self._outer = (node.kind in ("left", "full"), node.kind in ("right", "full"))
-        self._widths = (len(node.left.schema), len(node.right.schema))
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         node = self.node
-        self._condition = JoinCondition(node.left.schema, node.right.schema, node.left_keys,
-                                        node.right_keys, node.residual)
         self._times = (compile_expr(node.left_time, node.left.schema),
                        compile_expr(node.right_time, node.right.schema))
-        self._store = StateStore.for_context(context)
-        types = self._condition.key_types
-        self._sides = (SideState(self._store, "left", node.left.schema, types, _BOOKKEEPING),
-                       SideState(self._store, "right", node.right.schema, types, _BOOKKEEPING))
-        self._timers = self._store.timers("expiry")
-        self._progress = EventTimeProgress(self._store)
-        self._watermark = MIN_WATERMARK
-        self._next_counter = 0
-        # end of input is not checkpointed: no checkpoint is taken after an input ended
-        self._ended: set[int] = set()
 
     # -- data ---------------------------------------------------------------------------
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not batch.num_rows:
             return []
-        if is_updating(batch, self._widths[input]):
-            raise ExecutionError("interval join: inputs must be insert-only, input "
-                                 f"{input} carries row kinds")
+        self._check_insert_only(input, batch)
         keys = self._condition.keys(input, batch)
         times = epoch_millis(self._times[input](batch), "interval join")
         other = self._sides[1 - input]
@@ -175,21 +159,9 @@ class IntervalJoinOperator(Operator):
 
     # -- time ---------------------------------------------------------------------------
 
-    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(watermark)
-
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        self._ended.add(input)
-        if len(self._ended) < 2:
-            return []
-        return self._advance(MAX_WATERMARK)
-
     def _advance(self, watermark: int) -> list[pa.RecordBatch]:
         """Move event time to ``watermark``: drop expired rows, pad outer rows that never
         matched."""
-        if watermark <= self._watermark:
-            return []
-        self._watermark = watermark
         due = self._timers.advance(watermark)
         if not due.num_rows:
             return []
@@ -218,15 +190,3 @@ class IntervalJoinOperator(Operator):
         order = np.lexsort((np.concatenate(arrival), np.concatenate(expiry)))
         table = pa.Table.from_batches(padded).take(pa.array(order))
         return table.combine_chunks().to_batches()
-
-    # -- checkpoints --------------------------------------------------------------------
-
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.save(self._watermark, self._next_counter)
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
-        restored = self._progress.restored()
-        if restored is not None:
-            self._watermark, self._next_counter = restored

@@ -36,20 +36,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import WindowJoinExec
-from flowsql.runtime.changelog import is_updating
-from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.batches import make_batch
 from flowsql.runtime.operators.joining.condition import JoinCondition
+from flowsql.runtime.operators.joining.event_time import EventTimeJoin
 from flowsql.runtime.operators.joining.sides import SideState, assemble
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 WINDOW_END, SEQ = "$window_end", "$seq"
 _BOOKKEEPING = (pa.field(WINDOW_END, pa.int64(), nullable=False),
@@ -59,45 +54,34 @@ KINDS = ("inner", "left", "right", "full", "semi", "anti")
 LATE_RECORDS_DROPPED = "late_records_dropped"
 
 
-class WindowJoinOperator(Operator):
+class WindowJoinOperator(EventTimeJoin):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
+    title = "window join"
+    kinds = KINDS
+    bookkeeping = _BOOKKEEPING
+    timers_name = "windows"
+
     def __init__(self, node: WindowJoinExec) -> None:
-        if node.kind not in KINDS:
-            raise ExecutionError(f"window join: unsupported join kind {node.kind!r}")
-        self.node = node
+        super().__init__(node)
+        self.node: WindowJoinExec = node
         kind = node.kind
         #: per side, whether its rows without a partner are emitted
         self._unmatched = (kind in ("left", "full", "anti"), kind in ("right", "full"))
-        self._widths = (len(node.left.schema), len(node.right.schema))
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
         node = self.node
-        self._condition = JoinCondition(node.left.schema, node.right.schema, node.left_keys,
-                                        node.right_keys, node.residual)
         self._ends = (compile_expr(node.left_window[1], node.left.schema),
                       compile_expr(node.right_window[1], node.right.schema))
-        self._store = StateStore.for_context(context)
-        types = self._condition.key_types
-        self._sides = (SideState(self._store, "left", node.left.schema, types, _BOOKKEEPING),
-                       SideState(self._store, "right", node.right.schema, types, _BOOKKEEPING))
-        self._timers = self._store.timers("windows")
-        self._progress = EventTimeProgress(self._store)
-        self._watermark = MIN_WATERMARK
-        self._next_counter = 0
-        # end of input is not checkpointed: no checkpoint is taken after an input ended
-        self._ended: set[int] = set()
 
     # -- data ---------------------------------------------------------------------------
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not batch.num_rows:
             return []
-        if is_updating(batch, self._widths[input]):
-            raise ExecutionError("window join: inputs must be insert-only, input "
-                                 f"{input} carries row kinds")
+        self._check_insert_only(input, batch)
         ends = epoch_millis(self._ends[input](batch), "window join")
         on_time = ends - 1 > self._watermark
         late = batch.num_rows - int(on_time.sum())
@@ -127,20 +111,8 @@ class WindowJoinOperator(Operator):
 
     # -- time ---------------------------------------------------------------------------
 
-    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(watermark)
-
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        self._ended.add(input)
-        if len(self._ended) < 2:
-            return []
-        return self._advance(MAX_WATERMARK)
-
     def _advance(self, watermark: int) -> list[pa.RecordBatch]:
-        """Move event time to ``watermark`` and fire the windows it passes."""
-        if watermark <= self._watermark:
-            return []
-        self._watermark = watermark
+        """Fire the windows ``watermark`` passes."""
         if not self._timers.advance(watermark).num_rows:
             return []
         left, right = (self._take_fired(side, watermark) for side in self._sides)
@@ -198,15 +170,3 @@ class WindowJoinOperator(Operator):
             return []
         order = np.lexsort((second, first, part, end))
         return [assemble(self.node.schema, ldata, rdata, lid[order], rid[order])]
-
-    # -- checkpoints --------------------------------------------------------------------
-
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.save(self._watermark, self._next_counter)
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
-        restored = self._progress.restored()
-        if restored is not None:
-            self._watermark, self._next_counter = restored
