@@ -126,12 +126,7 @@ class _Pipeline:
         self.parallelism = parallelism
         self.memory = memory
         self.next_id = 0
-        channels: dict[int, list[int]] = {}
-        position = 0
-        for edge, senders in context.config["inputs"]:
-            channels[int(edge)] = list(range(position, position + int(senders)))
-            position += int(senders)
-        self.channels = channels
+        self.channels = input_channels(context.config)
 
     def _operator(self, node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
@@ -174,6 +169,18 @@ class _Pipeline:
         finally:
             child.close()
         yield from _emitted(label, operator.end_input, index)
+
+
+def input_channels(config: Mapping[str, Any]) -> dict[int, list[int]]:
+    """Per job edge, the indexes of its channels in the task's input gate: the config's
+    ``inputs`` lists ``[edge, sending subtasks]`` in the order the channels were deployed,
+    so each edge owns the next run of indexes, one per sending subtask in subtask order."""
+    channels: dict[int, list[int]] = {}
+    position = 0
+    for edge, senders in config["inputs"]:
+        channels[int(edge)] = list(range(position, position + int(senders)))
+        position += int(senders)
+    return channels
 
 
 def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:

@@ -36,7 +36,7 @@ from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.parallel.plan_codec import loads
 from flowsql.runtime.parallel.split_scan import SplitScanOperator
-from flowsql.runtime.parallel.stage_task import StageOutput
+from flowsql.runtime.parallel.stage_task import StageOutput, input_channels
 from flowsql.runtime.parallel.stream_inputs import EdgeInput, GateReader
 from flowsql.runtime.registry import create_operator
 from flowsql.runtime.streaming.executor import StreamingRun, idle_timeout_ms
@@ -50,18 +50,12 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
     config = context.config
     plan: PhysicalPlan = loads(config["plan"])
     parallelism = int(config["parallelism"])
-    senders: dict[int, int] = {}
-    channels: dict[int, list[int]] = {}
-    position = 0
-    for edge, count in config["inputs"]:
-        senders[int(edge)] = int(count)
-        channels[int(edge)] = list(range(position, position + int(count)))
-        position += int(count)
+    channels = input_channels(config)
     reader = GateReader(context.inputs, channels, context.cancelled)
 
     def operator(node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
-            return EdgeInput(reader, node.edge, senders[node.edge])
+            return EdgeInput(reader, node.edge, len(channels[node.edge]))
         if (isinstance(node, TableScanExec) and node.table.connector == "filesystem"
                 and "source.monitor-interval" not in node.table.options):
             return SplitScanOperator(node)
