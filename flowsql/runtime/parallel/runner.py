@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -74,7 +75,7 @@ class ParallelRunner:
             channels = register_results(server, names, settings)
             try:
                 job = cluster.submit(tasks, edges, settings)
-                batches = _collect(job, channels)
+                batches = list(receive_results(job, channels))
             finally:
                 unregister_results(server, channels)
         return _table(plan, batches)
@@ -86,6 +87,13 @@ class ParallelRunner:
         from flowsql.runtime.parallel.streaming_run import ParallelStreamingRun
 
         return ParallelStreamingRun(self, plan, settings, parallelism)
+
+    def reserve(self, parallelism: int) -> tuple[MiniCluster, ChannelServer, str]:
+        """The cluster (started or resized to ``parallelism`` workers), the result server
+        and a fresh result channel name, for a job that runs beside others (streaming)."""
+        with self._lock:
+            cluster, server = self._start(parallelism)
+            return cluster, server, f"result-{next(self._names)}"
 
     def _start(self, parallelism: int) -> tuple[MiniCluster, ChannelServer]:
         if self._cluster is not None and len(self._cluster.workers) != parallelism:
@@ -182,17 +190,22 @@ def unregister_results(server: ChannelServer, channels: list[RemoteInputChannel]
         server.unregister(channel.name)
 
 
-def _collect(job: Job, channels: list[RemoteInputChannel]) -> list[pa.RecordBatch]:
-    """The result batches, in the order each sending subtask sent them."""
+def receive_results(job: Job, channels: list[RemoteInputChannel],
+                    cancelled: threading.Event | None = None) -> Iterator[pa.RecordBatch]:
+    """The result batches as they arrive (each sending subtask's in its order) until every
+    channel ended; stops early, cancelling the job, once ``cancelled`` is set. A failed job
+    raises its error; a consumer that stops reading cancels the job."""
     gate = InputGate(channels)
-    batches: list[pa.RecordBatch] = []
     try:
         while not gate.finished:
+            if cancelled is not None and cancelled.is_set():
+                job.cancel()
+                return
             if job.error is not None:
                 raise job.error
             item = gate.next(timeout=_POLL_S)
             if item is not None and isinstance(item[1], pa.RecordBatch):
-                batches.append(item[1])
+                yield item[1]
     except ChannelError as exc:
         job.result(SYMPTOM_GRACE_S + 2)  # raises the root cause when there is one
         raise ExecutionError(f"the query's result channel broke: {exc}") from exc
@@ -200,7 +213,6 @@ def _collect(job: Job, channels: list[RemoteInputChannel]) -> list[pa.RecordBatc
         job.cancel()
         raise
     job.result()
-    return batches
 
 
 def _table(plan: PhysicalPlan, batches: list[pa.RecordBatch]) -> pa.Table:

@@ -21,15 +21,12 @@ import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.runtime.channels import ChannelError, InputGate, RemoteInputChannel
 from flowsql.runtime.cluster import Job
-from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
 from flowsql.runtime.jobgraph import build_job_graph
 
 if TYPE_CHECKING:
     from flowsql.runtime.parallel.runner import ParallelRunner
 
-_POLL_S = 0.1
 _SUBTASK = re.compile(r" in subtask \d+ of (\d+) of (stage-\d+)$")
 
 
@@ -61,45 +58,22 @@ class ParallelStreamingRun:
         from flowsql.runtime.parallel.runner import (
             STREAMING_TASK_KIND,
             deployment,
+            receive_results,
             register_results,
             unregister_results,
         )
 
-        runner = self._runner
-        with runner._lock:  # only the submission: the job then runs beside others
-            cluster, server = runner._start(self._parallelism)
-            name = f"result-{next(runner._names)}"
+        cluster, server, name = self._runner.reserve(self._parallelism)
         host, port = server.address
         tasks, edges, names = deployment(self._graph, self._settings, cluster,
                                          {"channel": name, "host": host, "port": port},
                                          STREAMING_TASK_KIND)
         channels = register_results(server, names, self._settings)
         try:
-            job = self._job = cluster.submit(tasks, edges, self._settings)
-            yield from self._receive(job, channels)
+            self._job = cluster.submit(tasks, edges, self._settings)
+            yield from receive_results(self._job, channels, self._cancelled)
         finally:
             unregister_results(server, channels)
-
-    def _receive(self, job: Job, channels: list[RemoteInputChannel]
-                 ) -> Iterator[pa.RecordBatch]:
-        gate = InputGate(channels)
-        try:
-            while not gate.finished:
-                if self._cancelled.is_set():
-                    job.cancel()
-                    return
-                if job.error is not None:
-                    raise job.error
-                item = gate.next(timeout=_POLL_S)
-                if item is not None and isinstance(item[1], pa.RecordBatch):
-                    yield item[1]
-        except ChannelError as exc:
-            job.result(SYMPTOM_GRACE_S + 2)  # raises the root cause when there is one
-            raise ExecutionError(f"the query's result channel broke: {exc}") from exc
-        except BaseException:
-            job.cancel()  # the consumer stopped reading (or failed): stop the job
-            raise
-        job.result()
 
     def metrics(self) -> list[dict[str, Any]]:
         """Per operator, over all its subtasks (see the module docstring)."""
