@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from flowsql.runtime.channels import ChannelError, InputGate
+from flowsql.runtime.channels.base import Element
 from flowsql.runtime.events import MAX_WATERMARK, EndOfInput, SenderIdle, Watermark
 from flowsql.runtime.operators.contract import PolledSource
 from flowsql.runtime.time.watermark_merger import WatermarkMerger
@@ -42,8 +43,7 @@ class GateReader:
         self.cancelled = cancelled
         self._owner = {index: (edge, position) for edge, indexes in channels.items()
                        for position, index in enumerate(indexes)}
-        self.queues: dict[int, deque[tuple[int, pa.RecordBatch | Watermark | EndOfInput]]] = {
-            edge: deque() for edge in channels}
+        self.queues: dict[int, deque[tuple[int, Element]]] = {edge: deque() for edge in channels}
 
     def fill(self, wait_s: float) -> None:
         """Move what the gate has into the edge queues; wait up to ``wait_s`` for the first."""
@@ -56,7 +56,7 @@ class GateReader:
                 return
             index, element = item
             edge, position = self._owner[index]
-            self.queues[edge].append((position, element))  # type: ignore[arg-type]
+            self.queues[edge].append((position, element))
             timeout = 0.0
 
 
