@@ -59,6 +59,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowedAggregateExec,
     WindowJoinExec,
 )
 from flowsql.planner.schema import Schema
@@ -227,6 +228,11 @@ def _streaming_line(plan: PhysicalPlan) -> str | None:
         return f"ProctimeWatermark {render(plan.time_column)} (wall clock)"
     if isinstance(plan, GroupAggregateExec):
         return (f"GroupAggregate[changelog] groups={_named(plan.group_exprs, plan.group_fields)} "
+                f"aggs={_named(plan.aggs, plan.agg_fields)}")
+    if isinstance(plan, WindowedAggregateExec):
+        window = f"({render(plan.window[0])}, {render(plan.window[1])})"
+        return (f"WindowedAggregate window={window} "
+                f"groups={_named(plan.group_exprs, plan.group_fields)} "
                 f"aggs={_named(plan.aggs, plan.agg_fields)}")
     if isinstance(plan, StreamJoinExec | IntervalJoinExec):
         keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))

@@ -3,7 +3,8 @@
 
 The streaming planning pass (``optimizer/streaming``) turns a batch physical plan into one
 of these where the batch algorithm would need to see its whole input first: an unwindowed
-aggregate becomes a changelog ``GroupAggregateExec``, a join a ``StreamJoinExec`` (or an
+aggregate becomes a changelog ``GroupAggregateExec`` (a ``WindowedAggregateExec`` when it
+groups by the window bounds its input already carries), a join a ``StreamJoinExec`` (or an
 ``IntervalJoinExec`` when its condition bounds the two rowtimes, a ``WindowJoinExec`` when it
 joins two windowed inputs on their window bounds), ROW_NUMBER filters a
 ``RankExec``, OVER aggregates ordered by a rowtime an ``OverAggregateExec``; scans of tables
@@ -73,6 +74,28 @@ class GroupAggregateExec(_Unary):
     group_fields: Schema
     aggs: tuple[AggCall, ...]
     agg_fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.group_fields, *self.agg_fields)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowedAggregateExec(_Unary):
+    """GROUP BY keys, window_start, window_end over an insert-only input that already
+    carries those window bounds (a window join, window Top-N or window aggregate below:
+    Flink's cascading window aggregation). ``window`` names the input's (window_start,
+    window_end); both are among ``group_exprs``. Each group is emitted once, insert-only,
+    when the watermark reaches ``window_end - 1``; rows of a window that already fired
+    are dropped as late. Output: group fields then agg fields, like ``GroupAggregateExec``."""
+
+    input: PhysicalPlan
+    group_exprs: tuple[Expr, ...]
+    group_fields: Schema
+    aggs: tuple[AggCall, ...]
+    agg_fields: Schema
+    window: tuple[Expr, Expr]
     est_rows: float
 
     @property

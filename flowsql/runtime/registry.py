@@ -80,6 +80,7 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     S.StreamJoinExec: _lazy(f"{_OPS}.stream_join", "StreamJoinOperator"),
     S.IntervalJoinExec: _lazy(f"{_OPS}.interval_join", "IntervalJoinOperator"),
     S.WindowJoinExec: _lazy(f"{_OPS}.window_join", "WindowJoinOperator"),
+    S.WindowedAggregateExec: _lazy(f"{_OPS}.windowed_aggregate", "WindowedAggregateOperator"),
     S.OverAggregateExec: _lazy(f"{_OPS}.over_aggregate", "OverAggregateOperator"),
     S.SinkExec: _lazy(f"{_OPS}.sink", "SinkOperator"),
 }

@@ -120,6 +120,17 @@ QUERIES = {
           ON a.window_start = b.window_start AND a.window_end = b.window_end AND a.k = b.k
              AND a.v < b.v"""
        for name, kind in (("inner", "JOIN"), ("left", "LEFT JOIN"))},
+    # cascading window aggregation: per-key window counts of l and r, window-joined,
+    # then summed per window by an insert-only windowed aggregate
+    "window_cascade": f"""SELECT a.window_start, a.window_end, SUM(a.c) AS lc, SUM(b.c) AS rc,
+                                 MAX(a.s) AS top, COUNT(*) AS n
+          FROM (SELECT k, window_start, window_end, COUNT(*) AS c, SUM(v) AS s
+                FROM TABLE({_window('tumble')}) GROUP BY k, window_start, window_end) a
+          JOIN (SELECT k, window_start, window_end, COUNT(*) AS c
+                FROM TABLE({_window('tumble').replace('TABLE l', 'TABLE r')})
+                GROUP BY k, window_start, window_end) b
+          ON a.window_start = b.window_start AND a.window_end = b.window_end AND a.k = b.k
+          GROUP BY a.window_start, a.window_end""",
 }
 
 

@@ -4,8 +4,9 @@ The batch pass (``optimizer.distribution``) does this for bounded plans; streami
 add keyed stateful operators, whose state is per key and must see every change of a key
 on one subtask, in order:
 
-* group aggregate, window aggregate, Top-N / deduplication, OVER aggregate: hash on their
-  keys (group keys; window aggregate keys without the window columns; PARTITION BY keys),
+* group aggregate, windowed aggregate, window aggregate, Top-N / deduplication, OVER
+  aggregate: hash on their keys (group keys, window bounds included for a windowed
+  aggregate; window aggregate keys without the window columns; PARTITION BY keys),
   or everything on one subtask when they have none;
 * regular and interval joins: both inputs hashed on corresponding keys (no broadcast: a
   replicated updating side would emit its retractions once per subtask); joins without
@@ -42,6 +43,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowedAggregateExec,
     WindowJoinExec,
 )
 from flowsql.planner.properties import ANY, SINGLE, Distribution
@@ -63,6 +65,7 @@ class _StreamingPass(_Pass):
         super().__init__(broadcast_threshold=0)
         keyed: dict[type, Callable[[PhysicalPlan], tuple[Expr, ...]]] = {
             GroupAggregateExec: lambda n: n.group_exprs,  # type: ignore[attr-defined]
+            WindowedAggregateExec: lambda n: n.group_exprs,  # type: ignore[attr-defined]
             WindowAggregateExec: lambda n: n.keys,  # type: ignore[attr-defined]
             RankExec: lambda n: n.partition_keys,  # type: ignore[attr-defined]
             OverAggregateExec: lambda n: n.partition_keys,  # type: ignore[attr-defined]

@@ -12,7 +12,11 @@ the end of its input:
   operator that uses one as its time (window aggregate, interval join, OVER aggregate)
   gets a ``ProctimeWatermarkExec`` right below it, whose watermark is the wall clock, and
   then runs exactly as over a rowtime;
-* an aggregate becomes a changelog ``GroupAggregateExec`` (updating);
+* an aggregate becomes a changelog ``GroupAggregateExec`` (updating), except one grouped
+  by both bounds of a window its insert-only input carries (a window join, window Top-N or
+  window aggregate below, or a window TVF the window aggregate rule left alone): that is a
+  ``WindowedAggregateExec``, insert-only, whose output bounds are window bounds again
+  (Flink's cascading window aggregation);
 * a join of two windowed inputs whose condition equates both window bounds
   (``L.window_start = R.window_start AND L.window_end = R.window_end``) becomes a
   ``WindowJoinExec`` (insert-only, also for outer, semi and anti joins); a join of two
@@ -74,6 +78,7 @@ from flowsql.planner.physical_streaming import (
     SinkExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowedAggregateExec,
     WindowJoinExec,
 )
 from flowsql.planner.schema import Field
@@ -236,10 +241,25 @@ class _Planner:
             raise PlanError(f"streaming GROUP BY cannot compute {', '.join(sorted(set(bad)))} "
                             f"(supported: {', '.join(GROUP_AGGREGATES)}, DISTINCT for "
                             "count/sum/avg)")
+        window = _grouped_window(node, info)
+        if window is not None:
+            return self._windowed_aggregate(node, child, info, window)
         plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
                                   node.agg_fields, node.est_rows)
         return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),
                                 info.bounded)
+
+    @staticmethod
+    def _windowed_aggregate(node: HashAggregateExec, child: PhysicalPlan, info: StreamInfo,
+                            window: tuple[int, int]) -> tuple[PhysicalPlan, StreamInfo]:
+        """The aggregate as a ``WindowedAggregateExec``; ``window`` holds the positions of
+        window_start and window_end among its group expressions, whose output fields are
+        the window bounds of its insert-only result."""
+        start, end = (node.group_exprs[i] for i in window)
+        plan = WindowedAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
+                                     node.agg_fields, (start, end), node.est_rows)
+        bounds = (node.group_fields[window[0]].cid, node.group_fields[window[1]].cid)
+        return plan, StreamInfo(INSERT_ONLY, None, frozenset(), (bounds,), info.bounded)
 
     def over(self, node: WindowExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -444,6 +464,23 @@ def _window_pairs(left_keys: tuple[Expr, ...], right_keys: tuple[Expr, ...],
         for rs, re in rinfo.windows:
             if (ls, rs) in equal and (le, re) in equal:
                 return (ls, le), (rs, re)
+    return None
+
+
+def _grouped_window(node: HashAggregateExec, info: StreamInfo) -> tuple[int, int] | None:
+    """Positions in ``node.group_exprs`` of the window_start and window_end of a window of
+    its input, when the aggregate can run as a windowed one: the input is insert-only,
+    the window is an event-time one (no watermark passes the end of a processing-time
+    window before the operator that uses it) and no COUNT, SUM or AVG is DISTINCT (the
+    windowed operator keeps mergeable accumulators, not value sets). None keeps the
+    changelog aggregate, which gives the same final rows as an updating result."""
+    if info.mode != INSERT_ONLY or any(a.distinct and a.name in ("count", "sum", "avg")
+                                       for a in node.aggs):
+        return None
+    positions = {e.cid: i for i, e in enumerate(node.group_exprs) if isinstance(e, ColumnRef)}
+    for start, end in info.windows:
+        if start in positions and end in positions and end not in info.proctime_windows:
+            return positions[start], positions[end]
     return None
 
 

@@ -36,6 +36,7 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
+    S.WindowedAggregateExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
     E.Frame, E.WindowCall, Field, TableEntry, TableStatistics, WatermarkSpec,
     ComputedColumn)}
