@@ -95,7 +95,7 @@ class Accumulators:
         specs.extend((column, function, _SKIP_NULLS) for column, function in extra)
         names = [p.name for parts in self._parts for p in parts] + [c for c, _ in extra]
         result = rows.group_by(group_by, use_threads=False).aggregate(specs)
-        columns = result.columns[-len(specs):]
+        columns = _last(result.columns, len(specs))
         return pa.Table.from_arrays(
             [result.column(k) for k in group_by] + columns, names=group_by + names)
 
@@ -114,9 +114,15 @@ class Accumulators:
                  specs: Sequence[tuple[object, ...]]) -> pa.Table:
         result = rows.group_by(group_by, use_threads=False).aggregate(specs)
         names = [p.name for parts in self._parts for p in parts]
-        columns = [c.cast(f.type) for c, f in zip(result.columns[-len(specs):], self.fields)]
+        columns = [c.cast(f.type) for c, f in zip(_last(result.columns, len(specs)), self.fields)]
         return pa.Table.from_arrays([result.column(k) for k in group_by] + columns,
                                     names=group_by + names)
+
+
+def _last(columns: list[pa.ChunkedArray], count: int) -> list[pa.ChunkedArray]:
+    """The last ``count`` columns of a group-by result (its aggregates; none for a
+    GROUP BY without aggregates, where ``columns[-0:]`` would be every column)."""
+    return columns[len(columns) - count:]
 
 
 def _parts_of(index: int, agg: AggregateSpec, arg_type: pa.DataType | None) -> list[_Part]:
