@@ -96,9 +96,12 @@ class _StreamingPass(_Pass):
                 if delivered != SINGLE:
                     child = _gather(child)[0]
                 return node.with_inputs((child,)), SINGLE
+            # keyed state is filed under the key group of exactly these keys, so only a
+            # hash on exactly them (or one subtask) may stand: a hash on a subset would
+            # co-locate the rows but put them on subtasks that do not own their groups
             refs = tuple(k.cid for k in keys if isinstance(k, ColumnRef))
-            required = Distribution.hash(refs) if len(refs) == len(keys) else None
-            if required is None or not delivered.satisfies(required):
+            exact = len(refs) == len(keys) and refs in delivered.keysets
+            if delivered != SINGLE and not exact:
                 child = _hashed(child, keys)[0]
             return node.with_inputs((child,)), ANY
         return place
