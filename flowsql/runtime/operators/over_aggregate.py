@@ -53,8 +53,9 @@ from flowsql.planner.physical_streaming import OverAggregateExec
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.batches import batch_size, conform, table_to_batches
+from flowsql.runtime.operators.event_time import EventTimeOperator
 from flowsql.runtime.operators.over.evaluate import (
     POSITION,
     SUPPORTED,
@@ -65,14 +66,11 @@ from flowsql.runtime.operators.over.evaluate import (
 )
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
 
 
-class OverAggregateOperator(Operator):
+class OverAggregateOperator(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: OverAggregateExec) -> None:
@@ -108,13 +106,10 @@ class OverAggregateOperator(Operator):
         self._key_fns = [compile_expr(k, schema) for k in self.node.partition_keys]
         self._arg_fns = [None if e is None else compile_expr(e, schema)
                          for e in self._arguments]
-        self._store = StateStore.for_context(context)
+        self._start_event_time(context)
         self._pending = self._store.keyed_table("pending", self._pending_schema)
         self._history = self._store.keyed_table("history", self._history_schema)
         self._timers = self._store.timers("pending")
-        self._progress = EventTimeProgress(self._store)
-        self._watermark = MIN_WATERMARK
-        self._next_seq = 0
 
     # -- data ---------------------------------------------------------------------------
 
@@ -137,8 +132,8 @@ class OverAggregateOperator(Operator):
         keys = [conform(fn(rows), e.dtype) for fn, e in zip(self._key_fns,
                                                              self.node.partition_keys)]
         groups = self._pending.key_groups_of(keys, n)
-        seq = self._next_seq + np.arange(n, dtype=np.int64)
-        self._next_seq += n
+        seq = self._next_counter + np.arange(n, dtype=np.int64)
+        self._next_counter += n
         arguments = [conform(fn(rows), e.dtype) for fn, e in zip(self._arg_fns, self._arguments)
                      if fn is not None and e is not None]
         columns = [pa.array(groups), *keys, pa.array(ts), pa.array(seq), *arguments,
@@ -150,19 +145,10 @@ class OverAggregateOperator(Operator):
         self._timers.register(groups, groups.astype(np.int64), ts)
         return []
 
-    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(watermark)
-
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(MAX_WATERMARK)
-
     # -- time ---------------------------------------------------------------------------
 
     def _advance(self, watermark: int) -> list[pa.RecordBatch]:
-        """Move event time to ``watermark``; emit every pending row it makes final."""
-        if watermark <= self._watermark:
-            return []
-        self._watermark = watermark
+        """Emit every pending row ``watermark`` makes final."""
         if not self._timers.advance(watermark).num_rows:
             if watermark == MAX_WATERMARK:  # nothing can arrive after +infinity
                 self._history.replace(self._history.schema.empty_table())
@@ -209,15 +195,3 @@ class OverAggregateOperator(Operator):
         columns += [conform(v, agg.dtype).take(emit) for v, agg in zip(values, self.node.aggs)]
         table = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
         return table_to_batches(table, self.node.schema, batch_size(self.context.settings))
-
-    # -- checkpoints --------------------------------------------------------------------
-
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.save(self._watermark, self._next_seq)
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
-        restored = self._progress.restored()
-        if restored is not None:
-            self._watermark, self._next_seq = restored

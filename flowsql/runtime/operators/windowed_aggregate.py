@@ -46,17 +46,14 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import WindowedAggregateExec
 from flowsql.runtime.changelog import is_updating
-from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.batches import batch_size, conform, make_batch
+from flowsql.runtime.operators.event_time import EventTimeOperator
 from flowsql.runtime.operators.windowing.accumulators import Accumulators
 from flowsql.runtime.operators.windowing.event_time import epoch_millis
 from flowsql.runtime.operators.windowing.specs import AggregateSpec
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
 SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
@@ -65,7 +62,7 @@ WINDOW_END = "$window_end"
 _MIN_COMPACTION = 4096
 
 
-class WindowedAggregateOperator(Operator):
+class WindowedAggregateOperator(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: WindowedAggregateExec) -> None:
@@ -100,11 +97,9 @@ class WindowedAggregateOperator(Operator):
             compile_expr(e, schema) for e in self._arguments]
         self._end = compile_expr(self.node.window[1], schema)
         self._batch_size = batch_size(context.settings)
-        self._store = StateStore.for_context(context)
+        self._start_event_time(context)
         self._groups = self._store.keyed_table("groups", self._state_schema)
         self._timers = self._store.timers("windows")
-        self._progress = EventTimeProgress(self._store)
-        self._watermark = MIN_WATERMARK
         # rows of ``groups`` right after its last merge: a cost heuristic, not state
         self._merged_rows = 0
 
@@ -158,17 +153,8 @@ class WindowedAggregateOperator(Operator):
 
     # -- time ---------------------------------------------------------------------------
 
-    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(watermark)
-
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        return self._advance(MAX_WATERMARK)
-
     def _advance(self, watermark: int) -> list[pa.RecordBatch]:
-        """Move event time to ``watermark`` and emit the windows it fires."""
-        if watermark <= self._watermark:
-            return []
-        self._watermark = watermark
+        """Emit the windows ``watermark`` fires."""
         if not self._timers.advance(watermark).num_rows:
             return []
         ends = self._groups.rows.column(WINDOW_END).to_numpy()
@@ -189,15 +175,7 @@ class WindowedAggregateOperator(Operator):
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.save(self._watermark)
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
-        restored = self._progress.restored()
-        if restored is not None:
-            self._watermark = restored[0]
+    def _restored(self) -> None:
         self._merged_rows = len(self._groups)
 
 

@@ -31,20 +31,17 @@ import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import RankExec
-from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
+from flowsql.runtime.operators.event_time import EventTimeOperator
 from flowsql.runtime.operators.ranking import common
 from flowsql.runtime.partitioning import hash_columns
-from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
 _WINDOW_END = "__window_end"
 
 
-class WindowRank(Operator):
+class WindowRank(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: RankExec) -> None:
@@ -66,11 +63,9 @@ class WindowRank(Operator):
         schema = self.node.input.schema
         self._start = compile_expr(self.node.window[0], schema)
         self._end = compile_expr(self.node.window[1], schema)
-        self._store = StateStore.for_context(context)
+        self._start_event_time(context)
         self._rows = self._store.keyed_table("rows", self._state_schema)
         self._timers = self._store.timers("windows")
-        self._progress = EventTimeProgress(self._store)
-        self._watermark = MIN_WATERMARK
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not batch.num_rows:
@@ -94,18 +89,12 @@ class WindowRank(Operator):
         self._rows.replace(pa.concat_tables([self._rows.rows, added]))
         return []
 
-    def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
-        if watermark <= self._watermark:
-            return []
-        self._watermark = watermark
+    def _advance(self, watermark: int) -> list[pa.RecordBatch]:
         if not self._timers.advance(watermark).num_rows:
             return []
         ends = self._rows.rows.column(_WINDOW_END).to_numpy()
         fired = self._rows.take(ends - 1 <= watermark)
         return self._emit(fired) if fired.num_rows else []
-
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        return self.process_watermark(MAX_WATERMARK)
 
     def _emit(self, fired: pa.Table) -> list[pa.RecordBatch]:
         """Rank the rows of the fired windows (in stored, i.e. arrival, order within each
@@ -124,13 +113,3 @@ class WindowRank(Operator):
         permutation, numbers = permutation[by_end], numbers[by_end]
         kept = (numbers >= self.node.lower) & (numbers <= self.node.upper)
         return common.output(self.node, data, permutation[kept], numbers[kept], None)
-
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._progress.save(self._watermark)
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
-        restored = self._progress.restored()
-        if restored is not None:
-            self._watermark = restored[0]
