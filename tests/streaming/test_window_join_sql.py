@@ -13,67 +13,40 @@ l: c4 a3, r: a30 b40; [20, 30) holds l: b6, r: d50.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 import flowsql
 from flowsql.errors import PlanError
 
 N = None
-EPOCH = dt.datetime(2024, 1, 1)
-LEFT = [("a", 1, 1), ("b", 2, 4), ("c", 4, 11), ("a", 5, 9), ("a", 3, 12), ("b", 6, 25)]
-RIGHT = [("a", 10, 2), ("c", 20, 3), ("a", 30, 14), ("b", 40, 15), ("d", 50, 27)]
 
 
-def at(seconds: float) -> dt.datetime:
-    return EPOCH + dt.timedelta(seconds=seconds)
-
-
-def _write(path: Path, data: list[tuple[str, int, int]]) -> Path:
-    pq.write_table(pa.table({
-        "k": [r[0] for r in data], "v": pa.array([r[1] for r in data], pa.int64()),
-        "ts": pa.array([at(r[2]) for r in data], pa.timestamp("ms"))}), path)
-    return path
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("window_join")
-    return {"l": _write(root / "l.parquet", LEFT), "r": _write(root / "r.parquet", RIGHT),
+    return {"l": write_events(root / "l.parquet", LEFT), "r": write_events(root / "r.parquet", RIGHT),
             # late_l's third row arrives after the watermark passed its window (see below)
-            "late_l": _write(root / "late_l.parquet", [("a", 1, 1), ("a", 2, 15),
+            "late_l": write_events(root / "late_l.parquet", [("a", 1, 1), ("a", 2, 15),
                                                        ("a", 3, 5)]),
-            "late_r": _write(root / "late_r.parquet", [("a", 10, 2), ("a", 20, 16)])}
+            "late_r": write_events(root / "late_r.parquet", [("a", 10, 2), ("a", 20, 16)])}
 
-
-def session_for(files: dict[str, Path], mode: str) -> flowsql.Session:
-    s = flowsql.connect(**{"execution.runtime-mode": mode,
-                           "pipeline.auto-watermark-interval": "0",
-                           "execution.batch-size": "1"})
-    for name, path in files.items():
-        s.sql(f"""CREATE TABLE {name} (k STRING, v BIGINT, ts TIMESTAMP(3),
-                    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
-                  WITH ('connector' = 'filesystem', 'path' = '{path}')""")
-    return s
 
 
 @pytest.fixture(scope="module")
 def streaming(files: dict[str, Path]) -> flowsql.Session:
-    return session_for(files, "streaming")
+    return events_session(files, "streaming")
 
 
 @pytest.fixture(scope="module")
 def batch(files: dict[str, Path]) -> flowsql.Session:
-    return session_for(files, "batch")
+    return events_session(files, "batch")
 
-
-def rows(session: flowsql.Session, sql: str) -> list[tuple]:
-    table = session.sql(sql).to_arrow()
-    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
 
 
 def window(table: str, kind: str = "tumble") -> str:
@@ -117,9 +90,9 @@ def test_final_rows_equal_batch_mode(streaming: flowsql.Session, batch: flowsql.
                                      kind: str, window_kind: str) -> None:
     query = join(kind, window_kind)
     assert f"WindowJoin[{kind.lower()}]" in streaming.sql(query).explain()
-    expected = rows(batch, query)
+    expected = sorted_rows(batch, query)
     assert expected
-    assert rows(streaming, query) == expected
+    assert sorted_rows(streaming, query) == expected
 
 
 @pytest.mark.parametrize("predicate", [
@@ -137,9 +110,9 @@ def test_semi_and_anti_window_joins_equal_batch_mode(
              + predicate.format(r=window("r")))
     kind = "anti" if "NOT" in predicate else "semi"
     assert f"WindowJoin[{kind}]" in streaming.sql(query).explain()
-    expected = rows(batch, query)
+    expected = sorted_rows(batch, query)
     assert expected
-    assert rows(streaming, query) == expected
+    assert sorted_rows(streaming, query) == expected
 
 
 def test_window_top_n_after_a_window_join(streaming: flowsql.Session,
@@ -152,7 +125,7 @@ def test_window_top_n_after_a_window_join(streaming: flowsql.Session,
                      AND L.k = R.k) WHERE rn = 1"""
     plan = streaming.sql(query).explain()
     assert "WindowRank" in plan and "WindowJoin[inner]" in plan
-    assert rows(streaming, query) == rows(batch, query) == [
+    assert sorted_rows(streaming, query) == sorted_rows(batch, query) == [
         ("a", 3, 30, at(10)), ("a", 5, 10, at(0))]
 
 
@@ -168,7 +141,7 @@ def test_a_row_of_a_fired_window_is_dropped_as_late(streaming: flowsql.Session,
     run = result.changelog.run  # type: ignore[union-attr]
     late = {m["operator"].split(" ")[0]: m.get("late_records_dropped") for m in run.metrics()}
     assert late["WindowJoinExec"] == 1
-    assert ("a", 3, "a", 10, at(0), at(0)) in rows(batch, query)
+    assert ("a", 3, "a", 10, at(0), at(0)) in sorted_rows(batch, query)
 
 
 def test_a_join_equating_only_window_start_stays_a_regular_join(
@@ -204,7 +177,7 @@ def test_window_join_of_two_window_aggregates(streaming: flowsql.Session,
                 ON A.window_start = B.window_start AND A.window_end = B.window_end
                    AND A.k = B.k"""
     assert "WindowJoin[full]" in streaming.sql(query).explain()
-    assert rows(streaming, query) == rows(batch, query) == sorted([
+    assert sorted_rows(streaming, query) == sorted_rows(batch, query) == sorted([
         ("a", at(0), 2, 1), ("b", at(0), 1, N), (N, N, N, 1),      # r c20
         ("a", at(10), 1, 1), ("c", at(10), 1, N), (N, N, N, 1),    # r b40
         ("b", at(20), 1, N), (N, N, N, 1)], key=repr)              # r d50

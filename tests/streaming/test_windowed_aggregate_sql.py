@@ -12,64 +12,37 @@ no row is late):
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 import flowsql
 
-EPOCH = dt.datetime(2024, 1, 1)
-LEFT = [("a", 1, 1), ("b", 2, 4), ("c", 4, 11), ("a", 5, 9), ("a", 3, 12), ("b", 6, 25)]
-RIGHT = [("a", 10, 2), ("c", 20, 3), ("a", 30, 14), ("b", 40, 15), ("d", 50, 27)]
 # ts 15 moves the watermark to 13 s, which fires [0, 10) before the row at 5 s arrives
 LATE = [("a", 1, 1), ("a", 2, 15), ("a", 3, 5), ("b", 4, 16)]
 
 
-def at(seconds: float) -> dt.datetime:
-    return EPOCH + dt.timedelta(seconds=seconds)
-
-
-def _write(path: Path, data: list[tuple[str, int, int]]) -> Path:
-    pq.write_table(pa.table({
-        "k": [r[0] for r in data], "v": pa.array([r[1] for r in data], pa.int64()),
-        "ts": pa.array([at(r[2]) for r in data], pa.timestamp("ms"))}), path)
-    return path
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("windowed_aggregate")
-    return {"l": _write(root / "l.parquet", LEFT), "r": _write(root / "r.parquet", RIGHT),
-            "late": _write(root / "late.parquet", LATE)}
+    return {"l": write_events(root / "l.parquet", LEFT), "r": write_events(root / "r.parquet", RIGHT),
+            "late": write_events(root / "late.parquet", LATE)}
 
-
-def _session(files: dict[str, Path], mode: str) -> flowsql.Session:
-    s = flowsql.connect(**{"execution.runtime-mode": mode,
-                           "pipeline.auto-watermark-interval": "0",
-                           "execution.batch-size": "1"})
-    for name, path in files.items():
-        s.sql(f"""CREATE TABLE {name} (k STRING, v BIGINT, ts TIMESTAMP(3),
-                    WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
-                  WITH ('connector' = 'filesystem', 'path' = '{path}')""")
-    return s
 
 
 @pytest.fixture(scope="module")
 def streaming(files: dict[str, Path]) -> flowsql.Session:
-    return _session(files, "streaming")
+    return events_session(files, "streaming")
 
 
 @pytest.fixture(scope="module")
 def batch(files: dict[str, Path]) -> flowsql.Session:
-    return _session(files, "batch")
+    return events_session(files, "batch")
 
-
-def rows(session: flowsql.Session, sql: str) -> list[tuple]:
-    table = session.sql(sql).to_arrow()
-    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
 
 
 def changelog(session: flowsql.Session, sql: str) -> tuple[set[str], list[tuple]]:
@@ -110,7 +83,7 @@ def test_window_aggregate_after_a_window_join_is_insert_only_and_equals_batch_mo
     kinds, got = changelog(streaming, AFTER_JOIN)
     assert kinds == {"+I"}
     # [0, 10): l a1, a5 each meet r a10; [10, 20): l a3 meets r a30
-    assert got == rows(batch, AFTER_JOIN) == sorted([
+    assert got == sorted_rows(batch, AFTER_JOIN) == sorted([
         (at(0), at(10), "a", 2, 20, 1, 3.0), (at(10), at(20), "a", 1, 30, 3, 3.0)], key=repr)
 
 
@@ -122,7 +95,7 @@ def test_cascading_window_aggregate_sums_per_key_counts_per_window(
     kinds, got = changelog(streaming, CASCADE)
     assert kinds == {"+I"}
     # [0, 5): a1 b4; [5, 10): a9; [10, 15): c11 a12; [25, 30): b25
-    assert got == rows(batch, CASCADE) == sorted([
+    assert got == sorted_rows(batch, CASCADE) == sorted([
         (at(0), at(5), 2), (at(5), at(10), 1), (at(10), at(15), 2), (at(25), at(30), 1)],
         key=repr)
 
@@ -134,7 +107,7 @@ def test_a_cascade_keeps_window_bounds_for_a_third_level(
     assert physical(streaming, query).count("WindowedAggregate") == 2
     kinds, got = changelog(streaming, query)
     assert kinds == {"+I"}
-    assert got == rows(batch, query) == sorted([
+    assert got == sorted_rows(batch, query) == sorted([
         (at(0), 2, 1), (at(5), 1, 1), (at(10), 2, 1), (at(25), 1, 1)], key=repr)
 
 
@@ -150,7 +123,7 @@ def test_window_aggregate_after_a_window_top_n(streaming: flowsql.Session,
     kinds, got = changelog(streaming, query)
     assert kinds == {"+I"}
     # top 2 by v: [0, 10) a5 b2; [10, 20) c4 a3; [20, 30) b6
-    assert got == rows(batch, query) == sorted([
+    assert got == sorted_rows(batch, query) == sorted([
         (at(0), at(10), 2, 7), (at(10), at(20), 2, 7), (at(20), at(30), 1, 6)], key=repr)
 
 
@@ -168,12 +141,12 @@ def test_a_late_row_is_dropped_as_the_window_aggregate_drops_it(
     assert "WindowAggregate tumble" in physical(streaming, fused)
     result = streaming.sql(query)
     got = sorted((tuple(r.values()) for r in result.to_arrow().to_pylist()), key=repr)
-    assert got == rows(streaming, fused) == sorted([
+    assert got == sorted_rows(streaming, fused) == sorted([
         ("a", at(0), 1, 1), ("a", at(10), 1, 2), ("b", at(10), 1, 4)], key=repr)
     run = result.changelog.run  # type: ignore[union-attr]
     late = {m["operator"].split(" ")[0]: m.get("late_records_dropped") for m in run.metrics()}
     assert late["WindowedAggregateExec"] == 1
-    assert ("a", at(0), 2, 4) in rows(batch, query)
+    assert ("a", at(0), 2, 4) in sorted_rows(batch, query)
 
 
 @pytest.mark.parametrize(("query", "why"), [
@@ -190,4 +163,4 @@ def test_other_aggregates_stay_changelog_aggregates_with_batch_mode_rows(
         streaming: flowsql.Session, batch: flowsql.Session, query: str, why: str) -> None:
     plan = physical(streaming, query)
     assert "GroupAggregate[changelog]" in plan and "WindowedAggregate" not in plan, why
-    assert rows(streaming, query) == rows(batch, query)
+    assert sorted_rows(streaming, query) == sorted_rows(batch, query)
