@@ -62,7 +62,7 @@ from flowsql.runtime.changelog import (
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.batches import positional
 from flowsql.runtime.operators.joining.condition import JoinCondition
-from flowsql.runtime.operators.joining.sides import SideState, assemble
+from flowsql.runtime.operators.joining.sides import assemble, both_sides
 from flowsql.runtime.state.store import StateStore
 
 COUNT, MATCHES = "$count", "$matches"
@@ -90,8 +90,8 @@ class StreamJoinOperator(Operator):
                                         node.right_keys, node.residual)
         self._store = StateStore.for_context(context)
         types = self._condition.key_types
-        self._sides = (SideState(self._store, "left", node.left.schema, types, _BOOKKEEPING),
-                       SideState(self._store, "right", node.right.schema, types, _BOOKKEEPING))
+        self._sides = both_sides(self._store, node.left.schema, node.right.schema, types,
+                                 _BOOKKEEPING)
 
     # -- data ---------------------------------------------------------------------------
 

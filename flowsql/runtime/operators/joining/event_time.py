@@ -16,7 +16,7 @@ from flowsql.runtime.changelog import is_updating
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.event_time import EventTimeOperator
 from flowsql.runtime.operators.joining.condition import JoinCondition
-from flowsql.runtime.operators.joining.sides import SideState
+from flowsql.runtime.operators.joining.sides import both_sides
 
 
 class EventTimeJoin(EventTimeOperator):
@@ -43,9 +43,8 @@ class EventTimeJoin(EventTimeOperator):
         self._condition = JoinCondition(node.left.schema, node.right.schema, node.left_keys,
                                         node.right_keys, node.residual)
         types = self._condition.key_types
-        self._sides = (
-            SideState(self._store, "left", node.left.schema, types, self.bookkeeping),
-            SideState(self._store, "right", node.right.schema, types, self.bookkeeping))
+        self._sides = both_sides(self._store, node.left.schema, node.right.schema, types,
+                                 self.bookkeeping)
         self._timers = self._store.timers(self.timers_name)
 
     def _check_insert_only(self, input: int, batch: pa.RecordBatch) -> None:

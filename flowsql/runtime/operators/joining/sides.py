@@ -75,6 +75,13 @@ class SideState:
         self.table.replace(rows)
 
 
+def both_sides(store: StateStore, left: Schema, right: Schema, key_types: Sequence[pa.DataType],
+               bookkeeping: Sequence[pa.Field]) -> tuple[SideState, SideState]:
+    """The ``left`` and ``right`` side states of a two-input join in ``store``."""
+    return (SideState(store, "left", left, key_types, bookkeeping),
+            SideState(store, "right", right, key_types, bookkeeping))
+
+
 def nullable_indices(ids: np.ndarray) -> pa.Array:
     """Row numbers where ``-1`` becomes a NULL index (a row of NULLs under ``take``)."""
     ids = ids.astype(np.int64, copy=False)
