@@ -8,7 +8,6 @@ planner's rule), weeks start on Monday.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -18,6 +17,7 @@ from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Call
 from flowsql.runtime.expressions.registry import Datum, Node, Run, register
+from flowsql.runtime.time.watermarks import epoch_ms
 
 _SECONDS_PER_UNIT = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
@@ -92,6 +92,6 @@ def _proctime(call: Call, args: list[Node]) -> Run:
     dtype = call.dtype
 
     def now(batch: pa.RecordBatch) -> Datum:
-        return pa.scalar(time.time_ns() // 1_000_000, dtype)
+        return pa.scalar(epoch_ms(), dtype)
 
     return now

@@ -21,13 +21,12 @@ forwarded: the consumer's time is processing time. The end of a bounded input st
 fires everything: the runner sends +infinity when this operator's input ends.
 
 The clock is injectable so tests fix it. It returns integer epoch milliseconds, read the
-way ``PROCTIME()`` reads them (``time.time_ns() // 10**6``): a float ``time.time()``
+way ``PROCTIME()`` reads them (``time.watermarks.epoch_ms``): a float ``time.time()``
 rounded differently could put the watermark on a later row's proctime.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from typing import TypeAlias
 
@@ -36,7 +35,7 @@ import pyarrow as pa
 from flowsql.planner.physical_streaming import ProctimeWatermarkExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.time.watermarks import MIN_WATERMARK
+from flowsql.runtime.time.watermarks import MIN_WATERMARK, epoch_ms
 
 #: what the operator emits: batches and the watermarks after them
 Element: TypeAlias = pa.RecordBatch | Watermark
@@ -51,7 +50,7 @@ class ProctimeWatermarkOperator(Operator):
     def __init__(self, node: ProctimeWatermarkExec,
                  clock: Callable[[], int] | None = None) -> None:
         self.node = node
-        self._clock = clock if clock is not None else wall_clock_ms
+        self._clock = clock if clock is not None else epoch_ms
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
@@ -74,8 +73,3 @@ class ProctimeWatermarkOperator(Operator):
             return []
         self._last = watermark
         return [Watermark(watermark)]
-
-
-def wall_clock_ms() -> int:
-    """Epoch milliseconds, as ``PROCTIME()`` reads them."""
-    return time.time_ns() // 1_000_000

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flowsql.errors import ExecutionError
-from flowsql.runtime.time.watermarks import MIN_WATERMARK, wall_clock_ms
+from flowsql.runtime.time.watermarks import MIN_WATERMARK, monotonic_ms
 
 
 class WatermarkMerger:
@@ -24,7 +24,7 @@ class WatermarkMerger:
     when it advanced, else None."""
 
     def __init__(self, inputs: int, idle_timeout_ms: int | None = None,
-                 clock: Callable[[], int] = wall_clock_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms) -> None:
         if inputs < 1:
             raise ExecutionError("watermark merging needs at least one input")
         self._clock = clock

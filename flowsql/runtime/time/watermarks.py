@@ -29,8 +29,16 @@ from flowsql.errors import ExecutionError
 MIN_WATERMARK = -(2**63)
 
 
-def wall_clock_ms() -> int:
+def monotonic_ms() -> int:
+    """Milliseconds of a clock that never steps back: for intervals (idle timeouts,
+    periodic emission), not for timestamps."""
     return time.monotonic_ns() // 1_000_000
+
+
+def epoch_ms() -> int:
+    """The wall clock in epoch milliseconds: what ``PROCTIME()`` returns and what a
+    processing-time watermark is made of (the two must read the clock the same way)."""
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class BoundedOutOfOrderness:
     """The generator behind ``WATERMARK FOR ts AS ts - INTERVAL 'delay'``."""
 
     def __init__(self, delay_ms: int, interval_ms: int = 0,
-                 clock: Callable[[], int] = wall_clock_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms) -> None:
         if delay_ms < 0 or interval_ms < 0:
             raise ExecutionError("watermark delay and pipeline.auto-watermark-interval must "
                                  f"not be negative (got {delay_ms} ms and {interval_ms} ms)")
