@@ -24,8 +24,8 @@ import pyarrow as pa
 from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
+from flowsql.runtime.kernels.batches import conform
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
-from flowsql.runtime.operators.batches import conform
 from flowsql.runtime.operators.contract import Limiting, Source
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.settings import parse_bytes

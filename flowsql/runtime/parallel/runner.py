@@ -34,7 +34,7 @@ from flowsql.runtime.channels import (
 from flowsql.runtime.cluster import EdgeSpec, Job, MiniCluster, TaskSpec
 from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
 from flowsql.runtime.jobgraph import JobGraph, StageInput, build_job_graph
-from flowsql.runtime.operators.batches import conform
+from flowsql.runtime.kernels.batches import conform
 from flowsql.runtime.parallel.plan_codec import dumps
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 

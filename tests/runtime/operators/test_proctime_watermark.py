@@ -18,8 +18,8 @@ from flowsql.planner.physical import WindowAggregateExec
 from flowsql.planner.physical_streaming import ProctimeWatermarkExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.proctime_watermark import ProctimeWatermarkOperator
-from flowsql.runtime.operators.window_aggregate_exec import WindowAggregateExecOperator
+from flowsql.runtime.operators.watermark.proctime_watermark import ProctimeWatermarkOperator
+from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.registry import create_operator
 from flowsql.sql.bind_query import PROCTIME_TYPE
 from flowsql.sql.statements import parse_one
@@ -131,7 +131,7 @@ class Pair:
     def __init__(self, window: str, clock: FakeClock) -> None:
         self.aggregate_node, self.clock_node = _planned_pair(window)
         self.clock = ProctimeWatermarkOperator(self.clock_node, clock)
-        self.aggregate = WindowAggregateExecOperator(self.aggregate_node)
+        self.aggregate = WindowAggregateOperator(self.aggregate_node)
         self.clock.open(OperatorContext("proctime"))
         self.aggregate.open(OperatorContext("window", metrics={"late_records_dropped": 0}))
 

@@ -31,7 +31,7 @@ from flowsql.runtime.changelog import (
     with_row_kinds,
 )
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.group_aggregate import GroupAggregateOperator
+from flowsql.runtime.operators.aggregate.changelog_group_aggregate import GroupAggregateOperator
 
 D = decimal.Decimal
 KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}

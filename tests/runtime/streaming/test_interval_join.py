@@ -26,7 +26,7 @@ from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.changelog import ROW_KIND, with_row_kinds
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.interval_join import IntervalJoinOperator
+from flowsql.runtime.operators.join.interval_join import IntervalJoinOperator
 
 N = None
 EPOCH = datetime.datetime(2024, 1, 1)

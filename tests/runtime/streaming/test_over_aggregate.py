@@ -28,7 +28,7 @@ from flowsql.planner.expressions import AggCall
 from flowsql.planner.physical_streaming import OverAggregateExec
 from flowsql.planner.schema import Field
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.over_aggregate import (
+from flowsql.runtime.operators.over.over_aggregate import (
     LATE_RECORDS_DROPPED,
     OverAggregateOperator,
 )

@@ -35,7 +35,7 @@ from flowsql.runtime.changelog import (
     with_row_kinds,
 )
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.stream_join import StreamJoinOperator
+from flowsql.runtime.operators.join.stream_join import StreamJoinOperator
 
 N = None
 LEFT = pa.table({"k": pa.array([], pa.int64()), "a": pa.array([], pa.string())})

@@ -9,7 +9,7 @@ from operator_harness import leaf
 from flowsql.planner.physical_streaming import WatermarkAssignerExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.watermark_assigner import WatermarkAssignerOperator
+from flowsql.runtime.operators.watermark.watermark_assigner import WatermarkAssignerOperator
 
 TS = pa.timestamp("ms")
 

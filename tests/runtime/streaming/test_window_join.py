@@ -26,7 +26,7 @@ from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.changelog import ROW_KIND, with_row_kinds
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.window_join import LATE_RECORDS_DROPPED, WindowJoinOperator
+from flowsql.runtime.operators.join.window_join import LATE_RECORDS_DROPPED, WindowJoinOperator
 from flowsql.runtime.state.store import merge_snapshots
 
 N = None

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from window_harness import batches, feed, open_operator, reference, rows, run
 
-from flowsql.runtime.operators.windowing.specs import WindowSpec
+from flowsql.runtime.operators.window.window_specs import WindowSpec
 from flowsql.runtime.partitioning import split_batch_by_subtask
 from flowsql.runtime.state.store import merge_snapshots
 

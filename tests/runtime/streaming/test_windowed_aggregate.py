@@ -28,8 +28,8 @@ from flowsql.planner.physical_streaming import WindowedAggregateExec
 from flowsql.planner.schema import Field, to_arrow_schema
 from flowsql.runtime.changelog import ROW_KIND, with_row_kinds
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators import windowed_aggregate
-from flowsql.runtime.operators.windowed_aggregate import (
+from flowsql.runtime.operators.window import cascading_window_aggregate
+from flowsql.runtime.operators.window.cascading_window_aggregate import (
     LATE_RECORDS_DROPPED,
     WindowedAggregateOperator,
 )
@@ -216,7 +216,7 @@ def test_rechunked_input_with_compactions_equals_duckdb(seed: int,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Many small batches, compaction after a handful of partial rows, watermarks that
     never make a row late: the final rows are DuckDB's GROUP BY of the same rows."""
-    monkeypatch.setattr(windowed_aggregate, "_MIN_COMPACTION", 5)
+    monkeypatch.setattr(cascading_window_aggregate, "_MIN_COMPACTION", 5)
     rng = random.Random(seed)
     data = [(rng.choice([1, 2, 3, N]), rng.randrange(0, 60, SIZE),
              rng.choice([N, *range(-5, 20)])) for _ in range(300)]
@@ -283,11 +283,12 @@ _events = st.lists(st.one_of(st.tuples(st.just("rows"), _rows),
 @given(_events, st.integers(0, 14))
 def test_any_events_with_a_restore_anywhere_equal_the_per_record_reference(
         events: list[Event], cut: int) -> None:
-    windowed_aggregate._MIN_COMPACTION, saved = 2, windowed_aggregate._MIN_COMPACTION
+    module = cascading_window_aggregate
+    module._MIN_COMPACTION, saved = 2, module._MIN_COMPACTION
     try:
         per_event, late = _run([*events, ("end", None)], min(cut, len(events)) or None)
     finally:
-        windowed_aggregate._MIN_COMPACTION = saved
+        module._MIN_COMPACTION = saved
     expected, expected_late = _reference(events)
     got = [row for emitted in per_event for row in emitted]
     assert sorted(got, key=repr) == sorted(expected, key=repr)

@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.window_aggregate import (
+from flowsql.runtime.operators.window.positional_window_aggregate import (
     LATE_RECORDS_DROPPED,
-    WindowAggregateOperator,
+    PositionalWindowAggregate,
 )
-from flowsql.runtime.operators.windowing.specs import (
+from flowsql.runtime.operators.window.window_specs import (
     AggregateSpec,
     WindowAggregateSpec,
     WindowSpec,
@@ -40,8 +40,8 @@ def spec(window: WindowSpec, max_parallelism: int = 128) -> WindowAggregateSpec:
 
 
 def open_operator(window: WindowSpec, subtask: int = 0, parallelism: int = 1
-                  ) -> tuple[WindowAggregateOperator, OperatorContext]:
-    operator = WindowAggregateOperator(spec(window))
+                  ) -> tuple[PositionalWindowAggregate, OperatorContext]:
+    operator = PositionalWindowAggregate(spec(window))
     context = OperatorContext("window", subtask_index=subtask, parallelism=parallelism)
     operator.open(context)
     return operator, context
@@ -66,7 +66,7 @@ def batches(events: Sequence[Event], sizes: Sequence[int], delay: int
     return out
 
 
-def feed(operator: WindowAggregateOperator, batch: pa.RecordBatch,
+def feed(operator: PositionalWindowAggregate, batch: pa.RecordBatch,
          watermark: int | None) -> list[pa.RecordBatch]:
     out = list(operator.process_batch(0, batch))
     if watermark is not None:
