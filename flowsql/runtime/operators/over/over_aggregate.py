@@ -30,8 +30,9 @@ State (all in the operator's :class:`StateStore`, keyed by partition key group):
 ``pending`` holds the waiting rows (input columns, evaluated keys and arguments, rowtime,
 arrival sequence), with one event-time timer per (key group, rowtime) so a watermark that
 releases nothing costs a binary search; ``history`` holds what future frames can still
-reach (:mod:`over.evaluate`: rows with rowtime > watermark - preceding for RANGE, the last
-``preceding`` rows for ROWS, one running-accumulator row per partition for UNBOUNDED).
+reach (:mod:`.over_aggregate_evaluation`: rows with rowtime > watermark - preceding for
+RANGE, the last ``preceding`` rows for ROWS, one running-accumulator row per partition for
+UNBOUNDED).
 The watermark and the arrival counter go to union list state on snapshot.
 
 Vectorized per released set: one watermark advance takes every due row out of

@@ -20,10 +20,10 @@ watermark in effect at its arrival (``time.watermarks``, auto-watermark-interval
 the result equals processing the records one by one with a watermark after each, however
 the input is chunked. Without it, every row of a batch sees the operator's watermark.
 
-Fixed windows (TUMBLE, HOP, CUMULATE) use Flink's slicing (``windowing.slicing``): each
+Fixed windows (TUMBLE, HOP, CUMULATE) use Flink's slicing (``window.slicing``): each
 record is pre-aggregated once per batch, with one Acero group-by over (keys, slice end),
 into the slice of ``unit`` width that holds it (the size, slide or step), and the partials
-are stored per slice without touching older state (``windowing.slice_state``). A window
+are stored per slice without touching older state (``window.slice_state``). A window
 is the merge of its slices, computed when it fires; slices are forgotten once the last
 window that holds them has fired. A record whose last window is due at its arrival is
 late; any other record joins its slice, which is exactly its windows that fire later.
