@@ -11,21 +11,21 @@ from flowsql.errors import ExecutionError
 from flowsql.planner import physical as P
 from flowsql.planner import physical_streaming as S
 from flowsql.runtime.operator import Operator
-from flowsql.runtime.operators.datagen_scan import DatagenScanOperator
+from flowsql.runtime.operators.aggregate.hash_aggregate import HashAggregateOperator
 from flowsql.runtime.operators.filter import FilterOperator
-from flowsql.runtime.operators.hash_aggregate import HashAggregateOperator
-from flowsql.runtime.operators.hash_join import HashJoinOperator
+from flowsql.runtime.operators.join.hash_join import HashJoinOperator
+from flowsql.runtime.operators.join.nested_loop_join import NestedLoopJoinOperator
 from flowsql.runtime.operators.limit import LimitOperator
-from flowsql.runtime.operators.nested_loop_join import NestedLoopJoinOperator
+from flowsql.runtime.operators.over.batch_window_functions import WindowOperator
 from flowsql.runtime.operators.project import ProjectOperator
-from flowsql.runtime.operators.scan import ScanOperator
+from flowsql.runtime.operators.rank.order_by_limit import TopNOperator
 from flowsql.runtime.operators.set_op import SetOpOperator
 from flowsql.runtime.operators.sort import SortOperator
-from flowsql.runtime.operators.top_n import TopNOperator
-from flowsql.runtime.operators.values import ValuesOperator
-from flowsql.runtime.operators.window import WindowOperator
-from flowsql.runtime.operators.window_aggregate_exec import WindowAggregateExecOperator
-from flowsql.runtime.operators.window_table_function import WindowTableFunctionOperator
+from flowsql.runtime.operators.source.datagen_scan import DatagenScanOperator
+from flowsql.runtime.operators.source.table_scan import ScanOperator
+from flowsql.runtime.operators.source.values import ValuesOperator
+from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
+from flowsql.runtime.operators.window.window_table_function import WindowTableFunctionOperator
 
 Factory = Callable[[P.PhysicalPlan], Operator]
 
@@ -39,7 +39,7 @@ def _scan(node: P.TableScanExec) -> Operator:
         raise ExecutionError(f"table '{node.table.name}' ({connector} connector) can only be "
                              "written to (INSERT INTO), not read")
     if "source.monitor-interval" in node.table.options:
-        return _lazy(f"{_OPS}.watched_scan", "WatchedScanOperator")(node)
+        return _lazy(f"{_OPS}.source.watched_scan", "WatchedScanOperator")(node)
     return ScanOperator(node)
 
 
@@ -72,17 +72,21 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.LimitExec: LimitOperator,  # type: ignore[dict-item]
     P.SetOpExec: SetOpOperator,  # type: ignore[dict-item]
     P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
-    P.WindowAggregateExec: WindowAggregateExecOperator,  # type: ignore[dict-item]
-    S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark_assigner", "WatermarkAssignerOperator"),
-    S.ProctimeWatermarkExec: _lazy(f"{_OPS}.proctime_watermark", "ProctimeWatermarkOperator"),
-    S.GroupAggregateExec: _lazy(f"{_OPS}.group_aggregate", "GroupAggregateOperator"),
-    S.RankExec: _lazy(f"{_OPS}.rank", "RankOperator"),
-    S.StreamJoinExec: _lazy(f"{_OPS}.stream_join", "StreamJoinOperator"),
-    S.IntervalJoinExec: _lazy(f"{_OPS}.interval_join", "IntervalJoinOperator"),
-    S.WindowJoinExec: _lazy(f"{_OPS}.window_join", "WindowJoinOperator"),
-    S.WindowedAggregateExec: _lazy(f"{_OPS}.windowed_aggregate", "WindowedAggregateOperator"),
-    S.OverAggregateExec: _lazy(f"{_OPS}.over_aggregate", "OverAggregateOperator"),
-    S.SinkExec: _lazy(f"{_OPS}.sink", "SinkOperator"),
+    P.WindowAggregateExec: WindowAggregateOperator,  # type: ignore[dict-item]
+    S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark.watermark_assigner",
+                                   "WatermarkAssignerOperator"),
+    S.ProctimeWatermarkExec: _lazy(f"{_OPS}.watermark.proctime_watermark",
+                                   "ProctimeWatermarkOperator"),
+    S.GroupAggregateExec: _lazy(f"{_OPS}.aggregate.changelog_group_aggregate",
+                                "GroupAggregateOperator"),
+    S.RankExec: _lazy(f"{_OPS}.rank.streaming_rank", "RankOperator"),
+    S.StreamJoinExec: _lazy(f"{_OPS}.join.stream_join", "StreamJoinOperator"),
+    S.IntervalJoinExec: _lazy(f"{_OPS}.join.interval_join", "IntervalJoinOperator"),
+    S.WindowJoinExec: _lazy(f"{_OPS}.join.window_join", "WindowJoinOperator"),
+    S.WindowedAggregateExec: _lazy(f"{_OPS}.window.cascading_window_aggregate",
+                                   "WindowedAggregateOperator"),
+    S.OverAggregateExec: _lazy(f"{_OPS}.over.over_aggregate", "OverAggregateOperator"),
+    S.SinkExec: _lazy(f"{_OPS}.sink.connector_sink", "SinkOperator"),
 }
 
 # What distinguishes one node of a type from another in an error message.

@@ -5,7 +5,7 @@ The inputs are Parquet files of many row groups, so the two scan subtasks read
 interleaved shares, and their events are out of order only within the watermark delay: no
 record is late at either parallelism, so the final rows must be equal. At parallelism 1
 the same queries are checked against hand-computed or batch-mode results elsewhere
-(tests/streaming, tests/runtime/streaming); here one DuckDB check pins the inputs too.
+(tests/streaming, tests/runtime/operators); here one DuckDB check pins the inputs too.
 """
 
 from __future__ import annotations

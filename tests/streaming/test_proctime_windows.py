@@ -5,7 +5,7 @@ whatever the timing: every row is counted exactly once per window it belongs to 
 against the batch-mode count of the same reproducible datagen table), windows have the
 declared size and are aligned to it, nothing is dropped as late, and an unbounded input
 emits windows while the job runs. The exact firing moment is tested on a fake clock in
-tests/runtime/operators/test_proctime_watermark.py.
+tests/runtime/operators/watermark/test_proctime_watermark.py.
 """
 
 from __future__ import annotations

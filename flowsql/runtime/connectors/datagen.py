@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from flowsql.errors import CatalogError
 from flowsql.runtime.channels.settings import ChannelSettings
-from flowsql.runtime.operators.batches import batch_size
+from flowsql.runtime.kernels.batches import batch_size
 from flowsql.runtime.operators.contract import Source
 from flowsql.runtime.partitioning import fmix64, hash_array
 from flowsql.runtime.state.list_state import OperatorListState

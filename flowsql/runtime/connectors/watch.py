@@ -10,7 +10,7 @@ in-progress and marker files invisible. A directory that does not exist yet is a
 directory: it may be created by a writer later.
 
 This module is the connector side (interval syntax, listing); the reading, state and
-polling live in ``flowsql.runtime.operators.watched_scan``.
+polling live in ``flowsql.runtime.operators.source.watched_scan``.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import pyarrow as pa
 from flowsql.planner.physical import ProjectExec
 from flowsql.runtime.changelog import is_updating, with_row_kinds
 from flowsql.runtime.expressions import compile_expr
+from flowsql.runtime.kernels.batches import make_batch
 from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.operators.batches import make_batch
 
 
 class ProjectOperator(Operator):

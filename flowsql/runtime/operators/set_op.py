@@ -18,8 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.planner.physical import SetOpExec
-from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.operators.batches import (
+from flowsql.runtime.kernels.batches import (
     batch_nbytes,
     batch_size,
     empty_batch,
@@ -27,8 +26,9 @@ from flowsql.runtime.operators.batches import (
     table_to_batches,
     to_table,
 )
-from flowsql.runtime.operators.grouping import groupable
-from flowsql.runtime.operators.memory import HeldMemory
+from flowsql.runtime.kernels.grouping import groupable
+from flowsql.runtime.kernels.held_memory import HeldMemory
+from flowsql.runtime.operator import Operator, OperatorContext
 
 
 def _repeats(kind: str, all_rows: bool, left: np.ndarray, right: np.ndarray) -> np.ndarray:

@@ -8,16 +8,16 @@ import pyarrow as pa
 
 from flowsql.planner.physical import SortExec
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.operators.batches import (
+from flowsql.runtime.kernels.batches import (
     batch_nbytes,
     batch_size,
     table_to_batches,
     take_rows,
     to_table,
 )
-from flowsql.runtime.operators.memory import HeldMemory
-from flowsql.runtime.operators.ordering import sort_indices
+from flowsql.runtime.kernels.held_memory import HeldMemory
+from flowsql.runtime.kernels.ordering import sort_indices
+from flowsql.runtime.operator import Operator, OperatorContext
 
 
 class SortOperator(Operator):

@@ -20,7 +20,7 @@ from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import TableScanExec
 from flowsql.runtime.connectors.filesystem import data_files, normalized_schema, row_groups, scan
 from flowsql.runtime.expressions import compile_predicate
-from flowsql.runtime.operators.batches import batch_size, make_batch
+from flowsql.runtime.kernels.batches import batch_size, make_batch
 from flowsql.runtime.operators.contract import Source
 
 

@@ -1,10 +1,10 @@
 """The task kind that runs one subtask of a job-graph stage inside a worker.
 
 The deployment config carries the stage plan as JSON (``plan_codec``), never code. The
-subtask rebuilds the operators and drives them pull-based exactly as the single-process
-executor does (inputs consumed one at a time in the operator's ``input_order``, hooks
-guarded so an unexpected exception becomes an ExecutionError naming the operator), with
-three differences at the leaves and the root:
+subtask rebuilds the operators and drives them with the single-process executor's pull
+loop (:mod:`flowsql.runtime.pull_loop`: inputs consumed one at a time in the operator's
+``input_order``, hooks guarded so an unexpected exception becomes an ExecutionError naming
+the operator), with three differences at the leaves and the root:
 
 * a ``TableScanExec`` reads only this subtask's share (:class:`SplitScanOperator`);
 * a ``StageInput`` reads its edge's channels from the task's input gate;
@@ -19,7 +19,7 @@ port}`` or None).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -36,11 +36,11 @@ from flowsql.runtime.cluster.tasks import TaskContext
 from flowsql.runtime.events import SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
-from flowsql.runtime.operators.contract import Limiting, Source
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
 from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
 from flowsql.runtime.parallel.split_scan import SplitScanOperator
+from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.settings import parse_bytes
 
@@ -117,7 +117,7 @@ class StageOutput:
 
 
 class _Pipeline:
-    """Pull-based operator tree of one subtask (see the executor for the protocol)."""
+    """Pull-based operator tree of one subtask (see :mod:`flowsql.runtime.pull_loop`)."""
 
     def __init__(self, context: TaskContext, settings: dict[str, str], parallelism: int,
                  memory: MemoryBudget) -> None:
@@ -144,31 +144,7 @@ class _Pipeline:
         context = OperatorContext(name=label, settings=self.settings, memory=self.memory,
                                   subtask_index=self.task.subtask,
                                   parallelism=self.parallelism)
-        _guarded(label, operator.open, context)
-        try:
-            if isinstance(operator, Source):
-                produced = operator.produce()
-                while (batch := _guarded(label, next, produced, None)) is not None:
-                    if batch.num_rows:
-                        yield batch
-                return
-            order = operator.input_order or tuple(range(len(node.inputs)))
-            for index in order:
-                yield from self._feed(operator, index, self.run(node.inputs[index]), label)
-        finally:
-            _guarded(label, operator.close)
-
-    @staticmethod
-    def _feed(operator: Operator, index: int, child: Generator[pa.RecordBatch, None, None],
-              label: str) -> Iterator[pa.RecordBatch]:
-        try:
-            for batch in child:
-                yield from _emitted(label, operator.process_batch, index, batch)
-                if isinstance(operator, Limiting) and operator.satisfied:
-                    break
-        finally:
-            child.close()
-        yield from _emitted(label, operator.end_input, index)
+        yield from pull(node, operator, context, _guarded, self.run)
 
 
 def input_channels(config: Mapping[str, Any]) -> dict[int, list[int]]:
@@ -192,8 +168,3 @@ def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:
         raise type(exc)(f"{label}: {exc}") from exc
     except Exception as exc:
         raise ExecutionError(f"{label} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _emitted(label: str, fn: Callable[..., Iterable[pa.RecordBatch]],
-             *args: Any) -> list[pa.RecordBatch]:
-    return _guarded(label, lambda: [b for b in fn(*args) if b.num_rows])

@@ -15,25 +15,35 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.runtime.cluster import Job
+from flowsql.runtime.channels import ChannelServer
+from flowsql.runtime.cluster import Job, MiniCluster
 from flowsql.runtime.jobgraph import build_job_graph
-
-if TYPE_CHECKING:
-    from flowsql.runtime.parallel.runner import ParallelRunner
+from flowsql.runtime.parallel.result_channels import (
+    receive_results,
+    register_results,
+    unregister_results,
+)
+from flowsql.runtime.parallel.stage_deployment import STREAMING_TASK_KIND, deployment
 
 _SUBTASK = re.compile(r" in subtask \d+ of (\d+) of (stage-\d+)$")
+
+
+class ClusterReservation(Protocol):
+    """What a run needs of its runner (``ParallelRunner.reserve``)."""
+
+    def reserve(self, parallelism: int) -> tuple[MiniCluster, ChannelServer, str]: ...
 
 
 class ParallelStreamingRun:
     """One run of a streaming plan on ``runner``'s cluster (see the module docstring)."""
 
-    def __init__(self, runner: ParallelRunner, plan: PhysicalPlan, settings: dict[str, str],
+    def __init__(self, runner: ClusterReservation, plan: PhysicalPlan, settings: dict[str, str],
                  parallelism: int) -> None:
         self.plan = plan
         self._runner = runner
@@ -55,14 +65,6 @@ class ParallelStreamingRun:
         self._cancelled.set()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        from flowsql.runtime.parallel.runner import (
-            STREAMING_TASK_KIND,
-            deployment,
-            receive_results,
-            register_results,
-            unregister_results,
-        )
-
         cluster, server, name = self._runner.reserve(self._parallelism)
         host, port = server.address
         tasks, edges, names = deployment(self._graph, self._settings, cluster,

@@ -19,7 +19,7 @@ from flowsql.planner.physical import TableScanExec
 from flowsql.planner.schema import Field
 from flowsql.runtime.connectors.filesystem import PARSE_ERRORS_IGNORED, scan
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.scan import ScanOperator
+from flowsql.runtime.operators.source.table_scan import ScanOperator
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()),
                     ("amount", pa.decimal128(10, 2)), ("day", pa.date32())])

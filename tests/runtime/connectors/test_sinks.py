@@ -23,7 +23,7 @@ from flowsql.runtime.connectors.filesystem import data_files, scan
 from flowsql.runtime.connectors.sinks.filesystem import parse_memory_size
 from flowsql.runtime.connectors.sinks.print_sink import java_float
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.sink import RECORDS_WRITTEN, SinkOperator
+from flowsql.runtime.operators.sink.connector_sink import RECORDS_WRITTEN, SinkOperator
 
 
 def leaf(table: pa.Table) -> tuple[ValuesExec, None]:

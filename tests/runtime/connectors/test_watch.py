@@ -19,7 +19,7 @@ from flowsql.planner.physical import TableScanExec
 from flowsql.planner.schema import Field
 from flowsql.runtime.connectors.watch import parse_duration
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.watched_scan import WatchedScanOperator
+from flowsql.runtime.operators.source.watched_scan import WatchedScanOperator
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 INTERVAL = "50 ms"

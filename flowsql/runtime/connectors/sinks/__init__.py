@@ -1,6 +1,7 @@
 """Table sinks: where ``INSERT INTO`` rows go, one module per connector.
 
-Contract (called by :class:`flowsql.runtime.operators.sink.SinkOperator`, in this order)::
+Contract (called by
+:class:`flowsql.runtime.operators.sink.connector_sink.SinkOperator`, in this order)::
 
     open_sink(table, context)
     write(batch, kinds)*   -- batch has exactly the table's columns (names and types);

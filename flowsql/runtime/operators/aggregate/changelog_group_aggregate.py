@@ -1,0 +1,511 @@
+"""Changelog group aggregate: GROUP BY without windows over a stream (Flink's
+``GroupAggFunction``).
+
+Contract: input batches are insert-only or updating (``runtime.changelog``; +I/+U rows
+accumulate, -U/-D rows retract); the output is always updating -- group fields, aggregate
+fields, ``$row_kind`` -- and materializes to the GROUP BY result of the input seen so far.
+
+Semantics, per input record in arrival order (Flink without mini-batch), after applying the
+record to its group:
+
+* the group had no result before (no rows)            -> ``+I(new)``
+* the group's row count dropped to 0                  -> ``-D(previous)``, state cleared
+* the new result equals the previous one              -> nothing
+* otherwise                                           -> ``-U(previous)``, ``+U(new)``
+
+No GROUP BY keys means one group (the first record emits ``+I``); NULL keys form one group.
+COUNT(x) skips NULLs, COUNT(*) counts rows, SUM/AVG/MIN/MAX of only NULLs are NULL; result
+types follow the plan (SUM of a DECIMAL stays an exact DECIMAL(38, s), AVG is DOUBLE).
+A retraction that finds no row to retract (its group has no rows) is an error here: Flink
+drops it silently, which only ever happens after state expired, and we never expire state.
+
+With ``table.exec.mini-batch.enabled`` = 'true' the operator emits one change per group
+per input batch instead: the difference between the group's result before and after the
+batch (``+I``, ``-U``/``+U``, ``-D`` or nothing), groups in order of first appearance.
+
+State (all in one ``StateStore``, keyed by the group key's key group):
+
+* ``groups`` -- per group: key hash, key columns, row count and the accumulators of
+  COUNT (a count), SUM/AVG (a sum and a count of non-NULL values, so retraction knows when
+  the sum is NULL again) and MIN/MAX (the current extreme);
+* ``values<i>`` -- per (group, value) a reference count, for DISTINCT aggregates (a value
+  counts while its count is positive) and for MIN/MAX (the multiset a retraction of the
+  current extreme needs; the plan node does not say whether the input is insert-only, so
+  it is always kept).
+
+The previous result of a group is a function of this state, so nothing else is remembered.
+
+Vectorized per batch (``changelog_segments``): the touched groups' state is taken
+out of the keyed tables (rows whose key hash occurs in the batch), batch and stored keys
+get common group ids, and every group becomes one segment "stored state, then its records
+in order". Segmented running sums give every record's COUNT/SUM/AVG accumulators;
+MIN/MAX use one ``maximum.accumulate`` over value ranks offset by segment (insert-only
+batches) or, when the batch retracts, the maximum over the intervals during which each
+value is present (a vectorized segment tree over the (group, value) reference counts).
+The changelog is then a ``take`` of the positions before and after every record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.errors import ExecutionError
+from flowsql.planner import types as T
+from flowsql.planner.physical_streaming import GroupAggregateExec
+from flowsql.planner.schema import to_arrow_schema
+from flowsql.runtime.changelog import (
+    DELETE,
+    INSERT,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    data_columns,
+    is_addition,
+    row_kinds,
+    with_row_kinds,
+)
+from flowsql.runtime.expressions import compile_expr
+from flowsql.runtime.kernels.batches import batch_size, conform, make_batch
+from flowsql.runtime.kernels.grouping import groupable
+from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.aggregate import numpy_sums
+from flowsql.runtime.operators.aggregate.changelog_segments import (
+    Layout,
+    first_occurrences,
+    interval_max,
+    layout,
+    row_ids,
+    running_best,
+    segmented_cumsum,
+    value_events,
+)
+from flowsql.runtime.partitioning import hash_columns
+from flowsql.runtime.state.keyed_table import KEY_GROUP, KeyedTableState
+from flowsql.runtime.state.store import StateStore
+
+MINI_BATCH = "table.exec.mini-batch.enabled"
+_HASH, _COUNT = "__hash", "__count"
+_SUPPORTED = ("count_star", "count", "sum", "avg", "min", "max")
+
+
+@dataclass(frozen=True)
+class _Agg:
+    """One aggregate: its family and the types it computes in."""
+
+    index: int
+    name: str
+    distinct: bool          # DISTINCT count/sum/avg (min/max ignore duplicates anyway)
+    arg_type: pa.DataType   # NULL-typed arguments compute as int64
+    sum_type: pa.DataType   # SUM's result type, AVG's accumulator type
+    out_type: pa.DataType
+
+    @property
+    def keeps_values(self) -> bool:
+        return self.distinct or self.name in ("min", "max")
+
+    def state_fields(self) -> list[pa.Field]:
+        """Accumulator columns in the ``groups`` table (distinct aggregates keep none:
+        their values table is their whole state)."""
+        a = f"a{self.index}"
+        if self.distinct:
+            return []
+        if self.name in ("count", "count_star"):
+            return [pa.field(a, pa.int64())]
+        if self.name in ("sum", "avg"):
+            return [pa.field(f"{a}_sum", self.sum_type), pa.field(f"{a}_n", pa.int64())]
+        return [pa.field(a, self.arg_type)]
+
+
+@dataclass(frozen=True)
+class _Events:
+    """One aggregate's (group, value) reference counts through a batch, per event sorted by
+    (pair, position): where it happens, the presence change (+1 a value appears, -1 it
+    disappears), the value, the pair's count after it and where the pair next changes (or
+    its segment ends); ``rows`` are the (group, value, count) rows to store afterwards."""
+
+    position: np.ndarray
+    presence: np.ndarray
+    values: pa.Array
+    after: np.ndarray
+    next_position: np.ndarray
+    rows: tuple[np.ndarray, pa.Array, np.ndarray]
+
+
+@dataclass
+class _Batch:
+    """What every aggregate needs of the batch being processed."""
+
+    sign: np.ndarray                       # +1 accumulate, -1 retract, per record
+    retracting: bool
+    layout: Layout
+    gid: np.ndarray                        # group of every record
+    old: pa.Table                          # stored group rows taken out of state
+    old_index: np.ndarray                  # per group: its row in ``old`` or -1
+    old_values: dict[int, pa.Table]        # stored value rows, per aggregate
+    old_values_gid: dict[int, np.ndarray]  # their groups
+
+
+def _make_aggs(node: GroupAggregateExec) -> list[_Agg]:
+    aggs = []
+    for i, (call, out) in enumerate(zip(node.aggs, node.agg_fields)):
+        if call.name not in _SUPPORTED:
+            raise ExecutionError(f"streaming GROUP BY does not support {call.name}()")
+        if call.filter is not None:
+            raise ExecutionError("streaming GROUP BY does not support FILTER (WHERE ...)")
+        arg_type = call.args[0].dtype if call.args else pa.int64()
+        if pa.types.is_null(arg_type):
+            arg_type = pa.int64()
+        distinct = call.distinct and call.name in ("count", "sum", "avg")
+        sum_type = T.sum_type(arg_type) if call.name in ("sum", "avg") else pa.int64()
+        aggs.append(_Agg(i, call.name, distinct, arg_type, sum_type, out.dtype))
+    return aggs
+
+
+class GroupAggregateOperator(Operator):
+    """See the module docstring; ``restore_state`` must follow ``open``."""
+
+    def __init__(self, node: GroupAggregateExec) -> None:
+        self.node = node
+        self._width = len(node.input.schema)
+        self._key_types = [f.dtype for f in node.group_fields]
+        self._keys = [f"k{i}" for i in range(len(node.group_fields))]
+        self._aggs = _make_aggs(node)
+        self.output_schema = to_arrow_schema(node.schema)
+        key_fields = [pa.field(k, t) for k, t in zip(self._keys, self._key_types)]
+        self._group_schema = pa.schema(
+            [pa.field(_HASH, pa.uint64()), *key_fields, pa.field(_COUNT, pa.int64())]
+            + [f for agg in self._aggs for f in agg.state_fields()])
+        self._value_schemas = {
+            agg.index: pa.schema([pa.field(_HASH, pa.uint64()), *key_fields,
+                                  pa.field("v", agg.arg_type), pa.field("n", pa.int64())])
+            for agg in self._aggs if agg.keeps_values}
+
+    def open(self, context: OperatorContext) -> None:
+        super().open(context)
+        schema = self.node.input.schema
+        self._key_fns = [compile_expr(e, schema) for e in self.node.group_exprs]
+        self._arg_fns: list[Callable[[pa.RecordBatch], pa.Array] | None] = [
+            compile_expr(call.args[0], schema) if call.args else None
+            for call in self.node.aggs]
+        self._mini_batch = context.settings.get(MINI_BATCH, "false").strip().lower() == "true"
+        self._batch_size = batch_size(context.settings)
+        self._max_parallelism = int(context.settings.get("max_parallelism", "128"))
+        self._store = StateStore(context.subtask_index, context.parallelism,
+                                 self._max_parallelism)
+        self._groups = self._store.keyed_table("groups", self._group_schema)
+        self._values: dict[int, KeyedTableState] = {
+            i: self._store.keyed_table(f"values{i}", schema)
+            for i, schema in self._value_schemas.items()}
+
+    # -- data ---------------------------------------------------------------------------
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        if not batch.num_rows:
+            return []
+        kinds = row_kinds(batch, self._width)
+        data = data_columns(batch, self._width)
+        sign = np.where(is_addition(kinds), 1, -1).astype(np.int64)
+        n = data.num_rows
+        keys = [conform(fn(data), t) for fn, t in zip(self._key_fns, self._key_types)]
+        args = [None if fn is None else numpy_sums.as_array(fn(data)) for fn in self._arg_fns]
+        args = [None if a is None else conform(_non_null_type(a), agg.arg_type)
+                for a, agg in zip(args, self._aggs)]
+        hashes = (hash_columns([groupable(k) for k in keys]) if keys
+                  else np.zeros(n, dtype=np.uint64))
+
+        # take the touched groups out of state and give stored and new rows common ids
+        touched = np.unique(hashes)
+        old = self._groups.take(_has_hash(self._groups, touched))
+        old_values = {i: s.take(_has_hash(s, touched)) for i, s in self._values.items()}
+        parts = [old, None, *old_values.values()]
+        sizes = [p.num_rows if p is not None else n for p in parts]
+        key_columns = [pa.concat_arrays(
+            [numpy_sums.as_array(p.column(k)) if p is not None else keys[j] for p in parts])
+            for j, k in enumerate(self._keys)]
+        all_hashes = np.concatenate(
+            [p.column(_HASH).to_numpy() if p is not None else hashes for p in parts])
+        ids = row_ids(key_columns, int(sum(sizes)))
+        groups = int(ids.max()) + 1 if len(ids) else 0
+        bounds = np.cumsum([0, *sizes])
+        gid_old, gid = ids[:bounds[1]], ids[bounds[1]:bounds[2]]
+        old_values_gid = {i: ids[bounds[2 + j]:bounds[3 + j]]
+                          for j, i in enumerate(old_values)}
+        first = first_occurrences(ids, groups)
+        group_keys = [c.take(pa.array(first)) for c in key_columns]
+        group_hashes = all_hashes[first]
+
+        old_index = np.full(groups, -1, dtype=np.int64)
+        old_index[gid_old] = np.arange(len(gid_old))
+        lay = layout(gid, groups)
+        ctx = _Batch(sign, bool((sign < 0).any()), lay, gid, old, old_index, old_values,
+                     old_values_gid)
+
+        count0 = _virtual(ctx, _COUNT, 0)
+        running = segmented_cumsum(lay.scatter(count0, sign), lay.starts, lay.sizes)
+        if (ctx.retracting
+                and ((sign < 0) & (running[lay.positions - 1] <= 0)).any()):
+            raise ExecutionError(
+                "GROUP BY received a retraction for a group that has no rows (the input "
+                "changelog retracts a row it never added)")
+
+        results: list[pa.Array] = []
+        state_columns: dict[str, pa.Array] = {}
+        new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]] = {}
+        for agg, arg in zip(self._aggs, args):
+            result, columns, values = self._aggregate(agg, arg, ctx)
+            results.append(result)
+            state_columns.update(columns)
+            if values is not None:
+                new_values[agg.index] = values
+
+        self._store_state(running[lay.lasts], group_keys, group_hashes, state_columns,
+                          new_values)
+        if self._mini_batch:
+            before, after = self._per_batch_changes(ctx, running)
+        else:
+            before, after = lay.positions - 1, lay.positions
+        return self._changelog(before, after, running, lay, group_keys, results)
+
+    # -- aggregates ---------------------------------------------------------------------
+
+    def _aggregate(self, agg: _Agg, arg: pa.Array | None, ctx: _Batch
+                   ) -> tuple[pa.Array, dict[str, pa.Array],
+                              tuple[np.ndarray, pa.Array, np.ndarray] | None]:
+        """(result at every position, accumulator state columns per group, new rows of the
+        values table as (group, value, count))."""
+        lay = ctx.layout
+        valid = (numpy_sums.valid_mask(arg) if arg is not None
+                 else np.ones(len(ctx.sign), dtype=bool))
+        a = f"a{agg.index}"
+        events = (self._value_events(agg, arg, valid, ctx)
+                  if agg.keeps_values and arg is not None else None)
+        values = events.rows if events is not None else None
+        if agg.name in ("min", "max"):
+            assert arg is not None and events is not None
+            result = self._extreme(agg, arg, ctx, events)
+            return result, {a: result.take(pa.array(lay.lasts))}, values
+        if events is not None:
+            # contributions: +value when a value becomes present, -value when it leaves
+            event_pos, presence, event_values = events.position, events.presence, events.values
+            counts = np.zeros(lay.total, dtype=np.int64)
+            np.add.at(counts, event_pos, presence)
+            n = segmented_cumsum(counts, lay.starts, lay.sizes)
+            if agg.name == "count":
+                return pa.array(n), {}, values
+            (numbers,) = numpy_sums.numbers([event_values], agg.sum_type)
+            sums = np.zeros(lay.total, dtype=numbers.dtype)
+            np.add.at(sums, event_pos, presence * numbers)
+            total = segmented_cumsum(sums, lay.starts, lay.sizes)
+            return self._sum_result(agg, total, n), {}, values
+        if agg.name in ("count", "count_star"):
+            counts = lay.scatter(_virtual(ctx, a, 0), ctx.sign * valid)
+            n = segmented_cumsum(counts, lay.starts, lay.sizes)
+            return pa.array(n), {a: pa.array(n[lay.lasts])}, None
+        assert arg is not None
+        stored = _virtual_array(ctx, f"{a}_sum", agg.sum_type)
+        stored_numbers, numbers = numpy_sums.numbers([stored, arg], agg.sum_type)
+        contributions = np.where(valid, ctx.sign * numbers, 0).astype(numbers.dtype)
+        total = segmented_cumsum(lay.scatter(stored_numbers, contributions),
+                                 lay.starts, lay.sizes)
+        n = segmented_cumsum(lay.scatter(_virtual(ctx, f"{a}_n", 0), ctx.sign * valid),
+                             lay.starts, lay.sizes)
+        last = lay.lasts
+        state = {f"{a}_sum": numpy_sums.to_arrow(total[last], n[last] > 0, agg.sum_type),
+                 f"{a}_n": pa.array(n[last])}
+        return self._sum_result(agg, total, n), state, None
+
+    @staticmethod
+    def _sum_result(agg: _Agg, total: np.ndarray, n: np.ndarray) -> pa.Array:
+        if agg.name == "sum":
+            return numpy_sums.to_arrow(total, n > 0, agg.sum_type)
+        some = n > 0
+        means = numpy_sums.as_float(total, agg.sum_type) / np.where(some, n, 1)
+        return pa.array(means, pa.float64(), mask=~some)
+
+    def _value_events(self, agg: _Agg, arg: pa.Array, valid: np.ndarray, ctx: _Batch
+                      ) -> _Events:
+        """Reference counts of (group, value) through the batch: stored counts first (at
+        the virtual row), then every record with a non-NULL value."""
+        lay = ctx.layout
+        stored = ctx.old_values[agg.index]
+        stored_gid = ctx.old_values_gid[agg.index]
+        records = np.flatnonzero(valid)
+        event_gid = np.concatenate([stored_gid, ctx.gid[records]])
+        event_values = pa.concat_arrays([numpy_sums.as_array(stored.column("v")).cast(agg.arg_type),
+                                         arg.take(pa.array(records))])
+        position = np.concatenate([lay.starts[stored_gid], lay.positions[records]])
+        delta = np.concatenate([numpy_sums.as_array(stored.column("n")).to_numpy(
+            zero_copy_only=False).astype(np.int64), ctx.sign[records]])
+        pairs = row_ids([pa.array(event_gid), event_values], len(event_gid))
+        events = value_events(pairs, position, delta, lay.ends[event_gid])
+        if (events.after < 0).any():
+            raise ExecutionError(
+                "GROUP BY received a retraction of a value its group does not hold (the "
+                "input changelog retracts a row it never added)")
+        presence = (events.after > 0).astype(np.int64) - (events.before > 0)
+        keep = events.last[events.after[events.last] > 0]
+        kept = events.order[keep]
+        rows = (event_gid[kept], event_values.take(pa.array(kept)), events.after[keep])
+        return _Events(events.position, presence, event_values.take(pa.array(events.order)),
+                       events.after, events.next_position, rows)
+
+    def _extreme(self, agg: _Agg, arg: pa.Array, ctx: _Batch, events: _Events) -> pa.Array:
+        """MIN/MAX at every position, as the best rank among the values present."""
+        lay = ctx.layout
+        if not ctx.retracting:
+            # insert-only: the stored extreme, then a running best within each segment
+            stored = _virtual_array(ctx, f"a{agg.index}", agg.arg_type)
+            candidates = pa.concat_arrays([stored, arg])
+            weights = _weights(candidates, agg.name == "min")
+            best = running_best(lay.scatter(weights[:len(stored)], weights[len(stored):]),
+                                lay.segment)
+        else:
+            # the best value present at each position: intervals during which each
+            # (group, value) has a positive count, weighted by the value's rank
+            candidates = events.values
+            weights = _weights(candidates, agg.name == "min")
+            present = events.after > 0
+            best = interval_max(events.position[present], events.next_position[present],
+                                weights[present], lay.total)
+        lookup = np.zeros(int(weights.max(initial=0)) + 1, dtype=np.int64)
+        lookup[weights] = np.arange(len(weights))
+        return candidates.take(pa.array(lookup[best], mask=best == 0))
+
+    # -- state --------------------------------------------------------------------------
+
+    def _store_state(self, counts: np.ndarray, group_keys: list[pa.Array],
+                     group_hashes: np.ndarray, state_columns: dict[str, pa.Array],
+                     new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]]) -> None:
+        """Put the touched groups back (those still holding rows) with their new state."""
+        live = counts > 0
+        kept = pa.array(np.flatnonzero(live))
+        key_groups = (group_hashes % np.uint64(self._max_parallelism)).astype(np.int32)
+        columns: dict[str, pa.Array] = {
+            KEY_GROUP: pa.array(key_groups[live]), _HASH: pa.array(group_hashes[live])}
+        columns.update({k: c.take(kept) for k, c in zip(self._keys, group_keys)})
+        columns[_COUNT] = pa.array(counts[live])
+        columns.update({name: c.take(kept) for name, c in state_columns.items()})
+        _append(self._groups, pa.table(columns))
+        for index, (gid, values, n) in new_values.items():
+            chosen = live[gid]
+            rows = pa.array(np.flatnonzero(chosen))
+            gids = pa.array(gid[chosen])
+            table: dict[str, pa.Array] = {
+                KEY_GROUP: pa.array(key_groups[gid[chosen]]),
+                _HASH: pa.array(group_hashes[gid[chosen]])}
+            table.update({k: c.take(gids) for k, c in zip(self._keys, group_keys)})
+            table["v"] = values.take(rows)
+            table["n"] = pa.array(n[chosen])
+            _append(self._values[index], pa.table(table))
+
+    # -- changelog ----------------------------------------------------------------------
+
+    def _per_batch_changes(self, ctx: _Batch, running: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+        """Mini-batch: every touched group's state before and after the batch, groups in
+        order of their first record."""
+        lay = ctx.layout
+        groups = len(lay.starts)
+        first = first_occurrences(ctx.gid, groups)
+        order = np.argsort(first, kind="stable")
+        order = order[first[order] < len(ctx.gid)]
+        return lay.starts[order], lay.lasts[order]
+
+    def _changelog(self, before: np.ndarray, after: np.ndarray, running: np.ndarray,
+                   lay: Layout, group_keys: list[pa.Array], results: list[pa.Array]
+                   ) -> list[pa.RecordBatch]:
+        """The changes that turn the result at ``before`` into the one at ``after``, pair
+        by pair in order."""
+        had, has = running[before] > 0, running[after] > 0
+        same = np.ones(len(before), dtype=bool)
+        for result in results:
+            old, new = result.take(pa.array(before)), result.take(pa.array(after))
+            equal = pc.fill_null(pc.equal(old, new), False)
+            both_null = pc.and_(pc.is_null(old), pc.is_null(new))
+            same &= pc.or_(equal, both_null).to_numpy(zero_copy_only=False)
+        insert = ~had & has
+        delete = had & ~has
+        update = had & has & ~same
+        emitted = insert.astype(np.int64) + delete + 2 * update
+        total = int(emitted.sum())
+        if not total:
+            return []
+        pair = np.repeat(np.arange(len(before)), emitted)
+        second = np.arange(total) - np.repeat(np.cumsum(emitted) - emitted, emitted) == 1
+        position = np.where(insert[pair] | second, after[pair], before[pair])
+        kinds = np.where(insert[pair], INSERT, np.where(
+            delete[pair], DELETE, np.where(second, UPDATE_AFTER, UPDATE_BEFORE)))
+        taken = pa.array(position)
+        groups = pa.array(lay.segment[position])
+        columns = ([k.take(groups) for k in group_keys] + [r.take(taken) for r in results])
+        out = []
+        for start in range(0, total, self._batch_size):
+            stop = min(start + self._batch_size, total)
+            part = make_batch([c.slice(start, stop - start) for c in columns],
+                              self.node.schema, stop - start)
+            out.append(with_row_kinds(part, kinds[start:stop].astype(np.int8)))
+        return out
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        return self._store.snapshot()
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._store.restore(state)
+
+
+def _non_null_type(array: pa.Array) -> pa.Array:
+    return array.cast(pa.int64()) if pa.types.is_null(array.type) else array
+
+
+def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
+    """Mask of the stored rows whose group hash is one of ``hashes``: one linear probe
+    of the stored column into a hash set of the batch's few hashes (a sort-based
+    ``np.isin`` would sort the whole state every batch)."""
+    stored = state.rows.column(_HASH)
+    found = pc.is_in(stored, value_set=pa.array(hashes, stored.type))
+    return found.to_numpy(zero_copy_only=False)
+
+
+def _append(state: KeyedTableState, rows: pa.Table) -> None:
+    stored = state.rows
+    state.replace(pa.concat_tables([stored, rows.select(stored.column_names)
+                                    .cast(stored.schema)]))
+
+
+def _virtual(ctx: _Batch, column: str, default: int) -> np.ndarray:
+    """Per group: an int64 column of its stored row, ``default`` for new groups."""
+    out = np.full(len(ctx.old_index), default, dtype=np.int64)
+    stored = ctx.old_index >= 0
+    values = numpy_sums.as_array(ctx.old.column(column)).to_numpy(zero_copy_only=False)
+    out[stored] = values[ctx.old_index[stored]]
+    return out
+
+
+def _virtual_array(ctx: _Batch, column: str, dtype: pa.DataType) -> pa.Array:
+    """Per group: the value of its stored row (NULL for new groups), as ``dtype``."""
+    stored = numpy_sums.as_array(ctx.old.column(column))
+    if not pa.types.is_null(stored.type) and not stored.type.equals(dtype):
+        stored = stored.cast(dtype)
+    index = pa.array(ctx.old_index, mask=ctx.old_index < 0)
+    return stored.take(index).cast(dtype)
+
+
+def _weights(values: pa.Array, smallest_best: bool) -> np.ndarray:
+    """A positive int64 per non-NULL value, larger for better values (0 for NULL), so a
+    maximum over weights picks MAX (or MIN when ``smallest_best``)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    ranks = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    valid = numpy_sums.valid_mask(values)
+    if not valid.any():
+        return np.zeros(len(values), dtype=np.int64)
+    if smallest_best:
+        ranks = int(ranks[valid].max()) + 1 - ranks
+    return np.where(valid, ranks, 0)

@@ -1,0 +1,183 @@
+"""Hash aggregate: GROUP BY with SQL aggregates, computed by one Acero group-by.
+
+While consuming, each batch is reduced to the columns the aggregation needs: the group
+keys and one argument column per aggregate, with the aggregate's FILTER already applied
+(rows it rejects become NULL, which every aggregate skips). At end of input the collected
+columns are grouped once (Acero is multi-threaded, and NULL keys form one group as SQL
+wants). With no group keys the result is exactly one row, also for an empty input.
+
+DISTINCT: count uses Acero's count_distinct; min, max, bool_and, bool_or and any_value
+ignore duplicates anyway; sum, avg and the variance family collect each group's distinct
+values (Acero's ``distinct``) and aggregate those in a second, small group-by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.errors import ExecutionError
+from flowsql.planner import types as T
+from flowsql.planner.expressions import AggCall
+from flowsql.planner.physical import HashAggregateExec
+from flowsql.runtime.expressions import compile_expr, compile_predicate
+from flowsql.runtime.kernels.batches import (
+    batch_nbytes,
+    batch_size,
+    positional,
+    table_to_batches,
+)
+from flowsql.runtime.kernels.grouping import groupable
+from flowsql.runtime.kernels.held_memory import HeldMemory
+from flowsql.runtime.operator import Operator, OperatorContext
+
+_VARIANCE = {"stddev_samp": ("stddev", 1), "stddev_pop": ("stddev", 0),
+             "var_samp": ("variance", 1), "var_pop": ("variance", 0)}
+_SIMPLE = {"sum": "sum", "min": "min", "max": "max", "any_value": "min", "bool_and": "all",
+           "bool_or": "any", "avg": "mean"}
+_SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one AggCall is computed: Acero function, options, and whether its argument is
+    first reduced to distinct values per group."""
+
+    function: str
+    options: Any
+    distinct_values: bool
+    float_argument: bool
+
+
+def _plan(agg: AggCall) -> _Plan:
+    name = agg.name
+    if name in ("count", "count_star"):
+        function = "count_distinct" if agg.distinct else "count"
+        return _Plan(function, pc.CountOptions("only_valid"), False, False)
+    if name in _VARIANCE:
+        function, ddof = _VARIANCE[name]
+        return _Plan(function, pc.VarianceOptions(ddof=ddof), agg.distinct, True)
+    if name in _SIMPLE:
+        # distinct changes nothing for min / max / bool_and / bool_or / any_value
+        needs_distinct = agg.distinct and name in ("sum", "avg")
+        return _Plan(_SIMPLE[name], _SKIP_NULLS, needs_distinct, name == "avg")
+    raise ExecutionError(f"aggregate function {name} is not supported")
+
+
+class HashAggregateOperator(Operator):
+    """Blocking: holds the key and argument columns (accounted against the memory
+    budget) and emits the groups at end of input."""
+
+    def __init__(self, node: HashAggregateExec) -> None:
+        self.node = node
+        self._plans = [_plan(a) for a in node.aggs]
+
+    def open(self, context: OperatorContext) -> None:
+        super().open(context)
+        schema = self.node.input.schema
+        self._groups = [compile_expr(e, schema) for e in self.node.group_exprs]
+        self._args: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
+        self._filters: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
+        for agg in self.node.aggs:
+            self._args.append(compile_expr(agg.args[0], schema) if agg.args else None)
+            self._filters.append(compile_predicate(agg.filter, schema)
+                                 if agg.filter is not None else None)
+        self._parts: list[pa.RecordBatch] = []
+        self._memory = HeldMemory(context)
+
+    def _argument(self, index: int, batch: pa.RecordBatch) -> pa.Array:
+        """The column aggregate ``index`` reads; rows its FILTER rejects are NULL. COUNT(*)
+        counts a TRUE column (NULL where filtered out)."""
+        fn, keep = self._args[index], self._filters[index]
+        value = fn(batch) if fn is not None else pa.array(np.ones(batch.num_rows, dtype=bool))
+        if self._plans[index].float_argument:
+            value = value.cast(pa.float64())
+        elif pa.types.is_null(value.type):
+            value = value.cast(pa.int64())
+        if keep is not None:
+            value = pc.if_else(keep(batch), value, pa.scalar(None, value.type))
+        return value
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        columns = [groupable(fn(batch)) for fn in self._groups]
+        columns += [self._argument(i, batch) for i in range(len(self.node.aggs))]
+        names = [f"g{i}" for i in range(len(self._groups))]
+        names += [f"a{i}" for i in range(len(self.node.aggs))]
+        part = (pa.RecordBatch.from_arrays(columns, names=names) if columns
+                else pa.record_batch([pa.nulls(batch.num_rows)], names=["_"]).select([]))
+        self._parts.append(part)
+        self._memory.hold(batch_nbytes(part))
+        return ()
+
+    def _empty(self) -> pa.Table:
+        types = [T.normalize_storage_type(e.dtype) for e in self.node.group_exprs]
+        columns = [groupable(pa.array([], type=t)) for t in types]
+        names = [f"g{i}" for i in range(len(types))]
+        for i, agg in enumerate(self.node.aggs):
+            dtype = agg.args[0].dtype if agg.args else T.BOOL
+            if self._plans[i].float_argument:
+                dtype = T.FLOAT64
+            elif pa.types.is_null(dtype):
+                dtype = T.INT64
+            columns.append(pa.array([], type=dtype))
+            names.append(f"a{i}")
+        return pa.table(columns, names=names) if columns else \
+            pa.table([pa.nulls(0)], names=["_"]).select([])
+
+    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
+        table = pa.Table.from_batches(self._parts) if self._parts else self._empty()
+        if self.node.group_exprs:
+            table = self._aggregate(table, [f"g{i}" for i in range(len(self.node.group_exprs))])
+        elif table.num_rows:
+            # Acero has no scalar form of every aggregate (``distinct``), so a global
+            # aggregate groups by a constant key instead.
+            constant = pa.array(np.zeros(table.num_rows, dtype=np.int8))
+            table = self._aggregate(table.append_column("k", constant), ["k"])
+        else:
+            table = self._over_nothing()
+        self._parts = []
+        self._memory.release_all()
+        return table_to_batches(table, self.node.schema, batch_size(self.context.settings))
+
+    def _over_nothing(self) -> pa.Table:
+        """The one row of a global aggregate over no rows: counts 0, all else NULL."""
+        columns = [pa.array([0 if a.name in ("count", "count_star") else None], type=f.dtype)
+                   for a, f in zip(self.node.aggs, self.node.agg_fields)]
+        return positional(columns, 1)
+
+    def close(self) -> None:
+        self._memory.release_all()
+
+    def _aggregate(self, table: pa.Table, keys: list[str]) -> pa.Table:
+        specs: list[tuple[Any, ...]] = []
+        for i, plan in enumerate(self._plans):
+            function = "distinct" if plan.distinct_values else plan.function
+            options = pc.CountOptions("only_valid") if plan.distinct_values else plan.options
+            specs.append((f"a{i}", function, options))
+        grouped = table.group_by(keys, use_threads=True).aggregate(specs)
+        columns = [grouped.column(k) for k in keys if k != "k"]
+        for i, (plan, spec) in enumerate(zip(self._plans, specs)):
+            result = grouped.column(f"{spec[0]}_{spec[1]}")
+            if plan.distinct_values:
+                result = _over_distinct(result, plan)
+            if self.node.aggs[i].name in ("count", "count_star"):
+                result = pc.fill_null(result, 0)
+            columns.append(result)
+        return positional(columns, grouped.num_rows)
+
+
+def _over_distinct(lists: pa.ChunkedArray, plan: _Plan) -> pa.Array:
+    """Aggregate each group's list of distinct values; a group without values is NULL."""
+    lists = lists.combine_chunks()
+    values = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    per_group = pa.table({"g": parents, "v": values}).group_by("g").aggregate(
+        [("v", plan.function, plan.options)])
+    slot = np.full(len(lists), -1, dtype=np.int64)
+    slot[per_group.column("g").to_numpy()] = np.arange(per_group.num_rows)
+    return per_group.column(f"v_{plan.function}").take(pa.array(slot, mask=slot < 0))

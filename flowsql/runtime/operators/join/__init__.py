@@ -1,0 +1,12 @@
+"""Joins, batch and streaming.
+
+Batch: ``hash_join`` (equi keys on Acero) and ``nested_loop_join`` (any condition); both
+find matching row pairs and let ``join_output`` turn them into the rows of every join kind.
+
+Streaming: ``stream_join`` (regular join with retractions), ``interval_join`` and
+``window_join`` (event time). ``join_condition`` finds the row pairs of a batch and stored
+rows that satisfy the equi keys and the residual (the same key join the batch hash join
+uses); ``side_state`` lays out one input's stored rows in keyed state and assembles output
+rows from index arrays in which ``-1`` means "padded with NULLs"; ``event_time_join`` is
+the base of the two event-time joins.
+"""

@@ -1,0 +1,107 @@
+"""What a window aggregate computes, as plain values the SQL layer fills in.
+
+Times are int64 milliseconds. Window TVF semantics follow Flink: a window is
+``[window_start, window_end)`` (end exclusive) and fires once the watermark reaches
+``window_end - 1``. Parameters are validated at construction because a plan that reaches
+the runtime with an impossible window is a planning bug the user should see named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from flowsql.errors import PlanError
+from flowsql.planner.logical import WindowShape
+from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
+
+WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
+AGGREGATE_FUNCTIONS = ("count", "count_star", "sum", "min", "max", "avg")
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """``tumble``: ``size`` (+``offset``); ``hop``: ``slide``, ``size`` (+``offset``);
+    ``cumulate``: ``step``, ``size`` (the max size, +``offset``); ``session``: ``gap``,
+    partitioned by the group keys."""
+
+    kind: str
+    size: int = 0
+    slide: int = 0
+    step: int = 0
+    gap: int = 0
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in WINDOW_KINDS:
+            raise PlanError(f"unknown window kind {self.kind!r}")
+        if self.kind == "session":
+            if self.gap <= 0:
+                raise PlanError(f"SESSION gap must be positive, got {self.gap} ms")
+            return
+        if self.size <= 0:
+            raise PlanError(f"{self.kind.upper()} size must be positive, got {self.size} ms")
+        unit = {"hop": self.slide, "cumulate": self.step}.get(self.kind)
+        if unit is not None and (unit <= 0 or self.size % unit):
+            name = "slide" if self.kind == "hop" else "step"
+            raise PlanError(f"{self.kind.upper()} {name} ({unit} ms) must be positive and "
+                            f"divide the window size ({self.size} ms)")
+
+    @staticmethod
+    def tumble(size: int, offset: int = 0) -> WindowSpec:
+        return WindowSpec("tumble", size=size, offset=offset)
+
+    @staticmethod
+    def hop(slide: int, size: int, offset: int = 0) -> WindowSpec:
+        return WindowSpec("hop", size=size, slide=slide, offset=offset)
+
+    @staticmethod
+    def cumulate(step: int, size: int, offset: int = 0) -> WindowSpec:
+        return WindowSpec("cumulate", size=size, step=step, offset=offset)
+
+    @staticmethod
+    def session(gap: int) -> WindowSpec:
+        return WindowSpec("session", gap=gap)
+
+
+def window_spec(shape: WindowShape) -> WindowSpec:
+    """The planner's window shape as the runtime's window spec."""
+    return WindowSpec(shape.kind, size=shape.size, slide=shape.slide, step=shape.step,
+                      gap=shape.gap, offset=shape.offset)
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """``function`` over input column ``column`` (None for count_star), output ``name``."""
+
+    function: str
+    column: int | None
+    name: str
+
+    def __post_init__(self) -> None:
+        if self.function not in AGGREGATE_FUNCTIONS:
+            raise PlanError(f"window aggregate does not support {self.function}")
+        if (self.column is None) != (self.function == "count_star"):
+            raise PlanError(f"{self.function} needs {'no' if self.column is None else 'one'}"
+                            " argument column")
+
+
+@dataclass(frozen=True)
+class WindowAggregateSpec:
+    """A window aggregate over input batches of ``input_schema``.
+
+    ``time_column`` is the rowtime (a timestamp of any unit, or int64 ms); ``group_keys``
+    are input column positions; ``watermark_column``, when set, holds each row's arrival
+    watermark (int64 ms, see ``time.watermarks``) so lateness and firing are decided per
+    record as with per-record watermarks. Output columns: the group keys, ``window_start``,
+    ``window_end`` (the rowtime's type, millisecond precision), then the aggregates.
+    """
+
+    input_schema: pa.Schema
+    time_column: int
+    window: WindowSpec
+    group_keys: tuple[int, ...]
+    aggregates: tuple[AggregateSpec, ...]
+    watermark_column: int | None = None
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM

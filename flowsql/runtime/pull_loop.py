@@ -1,0 +1,74 @@
+"""The pull-based loop that drives one operator of a bounded run, shared by the
+single-process executor and a parallel stage's subtask.
+
+Each node becomes a generator of its output batches. The generator opens the operator,
+then either drains a :class:`Source` (``produce``) or feeds the operator its inputs one
+after the other in its ``input_order`` (a hash join reads its build side to the end before
+the probe side), calling ``process_batch`` per batch and ``end_input`` after each input;
+it closes the operator last -- also when the consumer stops early (LIMIT) or an error
+unwinds the pipeline. A :class:`Limiting` operator that is satisfied stops pulling its
+current input.
+
+Every hook runs through the caller's ``guard``, which decides what an unexpected exception
+becomes (the executor and a subtask name the operator differently); ``inputs`` builds the
+generator of an input node, so the caller decides how leaves are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
+
+import pyarrow as pa
+
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.contract import Limiting, Source
+
+_T = TypeVar("_T")
+
+Batches = Generator[pa.RecordBatch, None, None]
+
+
+class Guard(Protocol):
+    """Runs one operator hook ``fn(*args)`` on behalf of the operator named ``label``."""
+
+    def __call__(self, label: str, fn: Callable[..., _T], *args: Any) -> _T: ...
+
+
+def pull(node: PhysicalPlan, operator: Operator, context: OperatorContext, guard: Guard,
+         inputs: Callable[[PhysicalPlan], Batches]) -> Batches:
+    """The batches ``operator`` (running ``node``, labelled ``context.name``) emits."""
+    label = context.name
+    guard(label, operator.open, context)
+    try:
+        if isinstance(operator, Source):
+            produced = operator.produce()
+            while (batch := guard(label, next, produced, None)) is not None:
+                if batch.num_rows:
+                    yield batch
+            return
+        order = operator.input_order or tuple(range(len(node.inputs)))
+        for index in order:
+            yield from _feed(operator, index, inputs(node.inputs[index]), label, guard)
+    finally:
+        guard(label, operator.close)
+
+
+def _feed(operator: Operator, index: int, child: Batches, label: str,
+          guard: Guard) -> Iterator[pa.RecordBatch]:
+    """Push one input through the operator, then signal its end."""
+    try:
+        for batch in child:
+            yield from _emitted(guard, label, operator.process_batch, index, batch)
+            if isinstance(operator, Limiting) and operator.satisfied:
+                break
+    finally:
+        child.close()
+    yield from _emitted(guard, label, operator.end_input, index)
+
+
+def _emitted(guard: Guard, label: str, fn: Callable[..., Iterable[pa.RecordBatch]],
+             *args: Any) -> list[pa.RecordBatch]:
+    """Call a hook and materialize what it emits (hooks may be generators)."""
+    return guard(label, lambda: [b for b in fn(*args) if b.num_rows])
