@@ -277,7 +277,7 @@ def test_equals_duckdb_without_late_rows(frame: str, preceding: int | None):
                       "seq": pa.array(range(len(events)), pa.int64())})
     window = f"OVER (PARTITION BY k {DUCK_FRAMES[(frame, preceding)]})"
     expected = duck(
-        f"SELECT k, epoch_ms(ts) AS ts, v, COUNT(*) {window}, COUNT(v) {window}, "
+        f"SELECT k, epoch_ms(ts::TIMESTAMP) AS ts, v, COUNT(*) {window}, COUNT(v) {window}, "
         f"SUM(v) {window}, AVG(v) {window}, MIN(v) {window}, MAX(v) {window} "
         "FROM t ORDER BY ts, seq", t=table)
     want = [tuple(round(x, 9) if isinstance(x, float) else x for x in r.values())
