@@ -377,7 +377,8 @@ class QueryBinder:
                     return Literal(0, e.dtype)
                 known = [g for g, _ in groupings]
                 if e not in known:
-                    groupings.append((e, Field.fresh(render(e), e.dtype)))
+                    name = f"GROUPING({', '.join(render(a) for a in e.args)})"
+                    groupings.append((e, Field.fresh(name, e.dtype)))
                     known.append(e)
                 return groupings[known.index(e)][1].ref()
             if isinstance(e, AggCall):
