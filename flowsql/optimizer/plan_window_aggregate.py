@@ -7,7 +7,8 @@ Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Proj
 substituted into the expressions above them and filters become the node's ``predicate``;
 afterwards the group keys may use window_start / window_end only as bare columns, the
 aggregate arguments and filters not at all, and every aggregate must be one the window
-operator computes (count, count(*), sum, min, max, avg; no DISTINCT or FILTER). Anything
+operator computes (count, count(*), sum, min, max, avg, DISTINCT too -- as in Flink, a
+DISTINCT aggregate stays inside the window aggregate --; no FILTER). Anything
 else keeps the generic plan (window TVF exec + hash aggregate), which gives the same rows
 over bounded input without dropping late records -- except SESSION windows, which only
 exist as window aggregates here, and need their PARTITION BY keys as the group keys.
@@ -110,7 +111,7 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in SUPPORTED_AGGREGATES or a.distinct or a.filter is not None
+    if any(a.name not in SUPPORTED_AGGREGATES or a.filter is not None
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None
     if any(column_ids(p) & window_ids for p in predicates):

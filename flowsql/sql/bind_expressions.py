@@ -440,6 +440,17 @@ class ExpressionBinder:
     def _bind_window(self, node: exp.Window, scope: Scope) -> Expr:
         return self._window(node, scope)
 
+    def _bind_grouping(self, node: exp.Expression, scope: Scope) -> Expr:
+        """GROUPING(e, ..): the aggregate binding replaces it (``sql.grouping_sets``)."""
+        from flowsql.sql.grouping_sets import GroupingCall
+
+        args = self._function_args(node)
+        if not args:
+            raise self.error("GROUPING needs at least one argument", node)
+        return GroupingCall(tuple(self.bind(a, scope) for a in args))
+
+    _bind_groupingid = _bind_grouping  # GROUPING_ID(e, ..): the same bits
+
     # -- functions -----------------------------------------------------------------------
     def _function(self, node: exp.Expression, scope: Scope) -> Expr:
         key = function_key(node)

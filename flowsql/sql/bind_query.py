@@ -9,6 +9,7 @@ and Window nodes, leaving column references behind. Every produced column gets a
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -29,7 +30,9 @@ from flowsql.planner.expressions import (
     SortKey,
     WindowCall,
     conjoin,
+    contains_subquery,
     render,
+    replace_columns,
     transform,
     walk,
 )
@@ -52,6 +55,15 @@ from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
+from flowsql.sql.grouping_sets import (
+    Alternative,
+    GroupingCall,
+    Rebind,
+    cross,
+    cube,
+    rollup,
+    union_of_grouping_sets,
+)
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import CteDef, Relation, Scope
 
@@ -126,12 +138,15 @@ class QueryBinder:
     def _bind_select(self, select: exp.Select, outer: Scope | None,
                      ctes: dict[str, CteDef]) -> LogicalPlan:
         scope = Scope(parent=outer, ctes=ctes)
-        plan = self._bind_from(select, scope)
-        where = select.args.get("where")
-        if where is not None:
-            pred = self.exprs.boolean(self.exprs.bind(where.this, scope), where.this)
-            self._reject_aggregates(pred, where, "WHERE")
-            plan = Filter(plan, pred)
+        plan = self._bind_input(select, scope)
+
+        def rebind() -> tuple[LogicalPlan, Callable[[Expr], Expr]]:
+            """FROM and WHERE bound again, for another grouping set's aggregate."""
+            again = Scope(parent=outer, ctes=ctes)
+            replica = self._bind_input(select, again)
+            mapping: dict[int, Expr] = {old.cid: new.ref() for old, new in
+                                        zip(scope.local_fields(), again.local_fields())}
+            return replica, lambda e: replace_columns(e, mapping)
 
         items = self._expand_items(select, scope)
         group = select.args.get("group")
@@ -148,7 +163,7 @@ class QueryBinder:
         if having is not None:
             having_expr = self.exprs.boolean(self.exprs.bind(having.this, scope), having.this)
         if aggregating:
-            pending, lift = self._bind_aggregate(plan, group, items, scope, select)
+            pending, lift = self._bind_aggregate(plan, group, items, scope, select, rebind)
             for item in items:
                 item.expr = lift(item.bound, item.node)
             order_refs = [lift(r, order) if isinstance(r, Expr) else r for r in order_refs]
@@ -159,6 +174,8 @@ class QueryBinder:
         else:
             for item in items:
                 self._reject_aggregates(item.bound, item.node, "this context")
+                if any(isinstance(e, GroupingCall) for e in walk(item.bound)):
+                    raise self.error("GROUPING needs a GROUP BY", item.node)
 
         plan, exprs, order_refs = self._bind_windows(plan, [i.bound for i in items], order_refs)
         for item, e in zip(items, exprs):
@@ -281,18 +298,66 @@ class QueryBinder:
         return out
 
     # -- aggregation ---------------------------------------------------------------------
-    def _bind_aggregate(self, plan: LogicalPlan, group: exp.Group | None, items: list[_Item],
-                        scope: Scope, select: exp.Select):  # type: ignore[no-untyped-def]
+    def _bind_input(self, select: exp.Select, scope: Scope) -> LogicalPlan:
+        """FROM (with its joins) and WHERE of ``select``, registering relations in
+        ``scope``."""
+        plan = self._bind_from(select, scope)
+        where = select.args.get("where")
+        if where is not None:
+            pred = self.exprs.boolean(self.exprs.bind(where.this, scope), where.this)
+            self._reject_aggregates(pred, where, "WHERE")
+            plan = Filter(plan, pred)
+        return plan
+
+    def _group_by(self, group: exp.Group | None, items: list[_Item], scope: Scope
+                  ) -> tuple[list[Expr], list[Alternative] | None]:
+        """The distinct group expressions, and the grouping sets as positions among them
+        (None for a plain GROUP BY: one set of all of them)."""
         group_exprs: list[Expr] = []
-        for node in (group.expressions if group is not None else []):
-            if isinstance(node, exp.Rollup | exp.Cube | exp.GroupingSets):
-                raise self.error("ROLLUP, CUBE and GROUPING SETS are not supported", node)
+
+        def position(node: exp.Expression) -> int:
             expr = self._group_expr(node, items, scope)
             if _has_agg(expr):
                 raise self.error(f"aggregate functions are not allowed in GROUP BY: "
                                  f"'{node.sql()}'", node)
             if expr not in group_exprs:
                 group_exprs.append(expr)
+            return group_exprs.index(expr)
+
+        def element(node: exp.Expression) -> Alternative:
+            """One element of ROLLUP / CUBE / a grouping set: an expression or a list."""
+            if isinstance(node, exp.Tuple):
+                return tuple(position(e) for e in node.expressions)
+            if isinstance(node, exp.Paren) and not isinstance(node.this, exp.Paren):
+                return (position(node.this),)
+            return (position(node),)
+
+        def alternatives(node: exp.Expression) -> list[Alternative]:
+            if isinstance(node, exp.Rollup):
+                return rollup([element(e) for e in node.expressions])
+            if isinstance(node, exp.Cube):
+                return cube([element(e) for e in node.expressions])
+            if isinstance(node, exp.GroupingSets):
+                return [s for e in node.expressions for s in
+                        (alternatives(e) if isinstance(e, exp.Rollup | exp.Cube)
+                         else [element(e)])]
+            return [(position(node),)]
+
+        nodes = group.expressions if group is not None else []
+        items_sets = [alternatives(node) for node in nodes]
+        if not any(isinstance(n, exp.Rollup | exp.Cube | exp.GroupingSets) for n in nodes):
+            return group_exprs, None
+        sets = cross(items_sets)
+        if any(contains_subquery(e) for e in group_exprs):
+            raise self.error("ROLLUP, CUBE and GROUPING SETS over subqueries are not "
+                             "supported", group)
+        return group_exprs, sets
+
+    def _bind_aggregate(self, plan: LogicalPlan, group: exp.Group | None, items: list[_Item],
+                        scope: Scope, select: exp.Select,
+                        rebind: Rebind):  # type: ignore[no-untyped-def]
+        group_exprs, sets = self._group_by(group, items, scope)
+        groupings: list[tuple[GroupingCall, Field]] = []
         group_fields = [Field.fresh(e.name if isinstance(e, ColumnRef) else render(e), e.dtype)
                         for e in group_exprs]
         aggs: list[AggCall] = []
@@ -303,7 +368,23 @@ class QueryBinder:
             for g, f in zip(group_exprs, group_fields):
                 if e == g:
                     return f.ref()
+            if isinstance(e, GroupingCall):
+                missing = [a for a in e.args if a not in group_exprs]
+                if missing:
+                    raise self.error(f"GROUPING arguments must be GROUP BY expressions, not "
+                                     f"'{render(missing[0])}'", node)
+                if sets is None:  # one grouping set holding every group expression
+                    return Literal(0, e.dtype)
+                known = [g for g, _ in groupings]
+                if e not in known:
+                    name = f"GROUPING({', '.join(render(a) for a in e.args)})"
+                    groupings.append((e, Field.fresh(name, e.dtype)))
+                    known.append(e)
+                return groupings[known.index(e)][1].ref()
             if isinstance(e, AggCall):
+                if sets is not None and contains_subquery(e):
+                    raise self.error("ROLLUP, CUBE and GROUPING SETS with subqueries in "
+                                     "aggregates are not supported", node)
                 if e not in aggs:
                     aggs.append(e)
                     agg_fields.append(Field.fresh(render(e), e.dtype))
@@ -326,7 +407,8 @@ class QueryBinder:
 
         # Lifting registers aggregates; the Aggregate node is built from the final lists
         # once every expression was lifted.
-        pending = _PendingAggregate(plan, group_exprs, group_fields, aggs, agg_fields)
+        pending = _PendingAggregate(plan, group_exprs, group_fields, aggs, agg_fields,
+                                    sets, rebind, groupings)
         return pending, lift
 
     def _rebase_subquery(self, e: Expr, mapping: dict[int, Expr], local: set[int],
@@ -709,14 +791,23 @@ class _PendingAggregate:
     """An Aggregate whose aggregate list is still growing while expressions are lifted."""
 
     def __init__(self, input: LogicalPlan, group_exprs: list[Expr], group_fields: list[Field],
-                 aggs: list[AggCall], agg_fields: list[Field]) -> None:
+                 aggs: list[AggCall], agg_fields: list[Field],
+                 sets: list[Alternative] | None, rebind: Rebind,
+                 groupings: list[tuple[GroupingCall, Field]]) -> None:
         self.input = input
         self.group_exprs = group_exprs
         self.group_fields = group_fields
         self.aggs = aggs
         self.agg_fields = agg_fields
+        self.sets = sets
+        self.rebind = rebind
+        self.groupings = groupings
 
     def build(self) -> LogicalPlan:
+        if self.sets is not None:
+            return union_of_grouping_sets(self.input, self.rebind, self.sets,
+                                          self.group_exprs, self.group_fields, self.aggs,
+                                          self.agg_fields, self.groupings)
         return Aggregate(self.input, tuple(self.group_exprs), tuple(self.group_fields),
                          tuple(self.aggs), tuple(self.agg_fields))
 

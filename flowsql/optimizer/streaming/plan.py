@@ -471,11 +471,10 @@ def _grouped_window(node: HashAggregateExec, info: StreamInfo) -> tuple[int, int
     """Positions in ``node.group_exprs`` of the window_start and window_end of a window of
     its input, when the aggregate can run as a windowed one: the input is insert-only,
     the window is an event-time one (no watermark passes the end of a processing-time
-    window before the operator that uses it) and no COUNT, SUM or AVG is DISTINCT (the
-    windowed operator keeps mergeable accumulators, not value sets). None keeps the
-    changelog aggregate, which gives the same final rows as an updating result."""
-    if info.mode != INSERT_ONLY or any(a.distinct and a.name in ("count", "sum", "avg")
-                                       for a in node.aggs):
+    window before the operator that uses it). DISTINCT stays inside the windowed aggregate,
+    as in Flink (it keeps value sets). None keeps the changelog aggregate, which gives the
+    same final rows as an updating result."""
+    if info.mode != INSERT_ONLY:
         return None
     positions = {e.cid: i for i, e in enumerate(node.group_exprs) if isinstance(e, ColumnRef)}
     for start, end in info.windows:

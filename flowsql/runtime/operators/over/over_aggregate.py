@@ -7,13 +7,19 @@ late exactly once, with one column per aggregate appended (``node.schema``).
 
 Semantics (Flink's, which the tests check row by row):
 
-* a row whose rowtime is at or behind the operator's watermark when it arrives
-  (``rowtime <= watermark``) is late: dropped and counted in ``late_records_dropped``
-  (its frame would reach rows already emitted with results that ignored it); rows with a
-  NULL rowtime are dropped too;
+* lateness of a bounded frame (``n PRECEDING``) is judged per partition key, as Flink's
+  RowTime{Range,Rows}BoundedPrecedingFunction do: a row is late when its rowtime is at or
+  before the last rowtime already emitted for its key (``lastTriggeringTs``), since its
+  frame would then precede rows emitted with results that ignored it. A row behind the
+  watermark but after its key's last emitted rowtime is kept and released by the next
+  watermark advance. An UNBOUNDED frame judges by the watermark (Flink's
+  AbstractRowTimeUnboundedPrecedingOver): ``rowtime <= watermark`` is late. Late rows are
+  dropped and counted in ``late_records_dropped``; rows with a NULL rowtime are dropped
+  too. (Flink starts ``lastTriggeringTs`` at 0, which also drops bounded-frame rows at or
+  before the epoch on a key's first arrival; here a key without emitted rows has no bound.)
 * every other row waits in keyed state until the watermark reaches its rowtime; then it is
-  final -- no later row can precede it -- and it is emitted with its aggregates. Rows
-  released together come out ordered by (rowtime, arrival);
+  final for its key -- no later row of the key can precede it -- and it is emitted with its
+  aggregates. Rows released together come out ordered by (rowtime, arrival);
 * RANGE: rows of a partition with equal rowtime are peers and get equal values, computed
   over every row of the partition with rowtime in ``[ts - preceding, ts]`` (unbounded:
   ``<= ts``), peers included;
@@ -30,9 +36,9 @@ State (all in the operator's :class:`StateStore`, keyed by partition key group):
 ``pending`` holds the waiting rows (input columns, evaluated keys and arguments, rowtime,
 arrival sequence), with one event-time timer per (key group, rowtime) so a watermark that
 releases nothing costs a binary search; ``history`` holds what future frames can still
-reach (:mod:`.over_aggregate_evaluation`: rows with rowtime > watermark - preceding for
-RANGE, the last ``preceding`` rows for ROWS, one running-accumulator row per partition for
-UNBOUNDED).
+reach (:mod:`.over_aggregate_evaluation`: rows with rowtime > last emitted rowtime -
+preceding for RANGE, the last ``preceding`` rows for ROWS, one running-accumulator row per
+partition for UNBOUNDED); ``last`` (bounded frames only) holds each key's last emitted rowtime.
 The watermark and the arrival counter go to union list state on snapshot.
 
 Vectorized per released set: one watermark advance takes every due row out of
@@ -47,7 +53,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from flowsql.errors import PlanError
 from flowsql.planner.physical_streaming import OverAggregateExec
@@ -57,6 +62,7 @@ from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import batch_size, conform, table_to_batches
 from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import OperatorContext
+from flowsql.runtime.operators.aggregate.changelog_segments import first_occurrences, row_ids
 from flowsql.runtime.operators.over.over_aggregate_evaluation import (
     POSITION,
     SUPPORTED,
@@ -98,6 +104,9 @@ class OverAggregateOperator(EventTimeOperator):
         self._contributions = contribution_fields(
             node.aggs, [None if e is None else e.dtype for e in self._arguments])
         self._history_schema = pa.schema(common + self._contributions)
+        # bounded frames judge lateness per key (see the module docstring)
+        self._per_key = node.preceding is not None
+        self._last_schema = pa.schema([*keys, pa.field("ts", pa.int64())])
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
@@ -111,6 +120,8 @@ class OverAggregateOperator(EventTimeOperator):
         self._pending = self._store.keyed_table("pending", self._pending_schema)
         self._history = self._store.keyed_table("history", self._history_schema)
         self._timers = self._store.timers("pending")
+        if self._per_key:
+            self._last = self._store.keyed_table("last", self._last_schema)
 
     # -- data ---------------------------------------------------------------------------
 
@@ -120,18 +131,20 @@ class OverAggregateOperator(EventTimeOperator):
         if time.null_count:
             time = time.filter(pa.array(keep))
         ts = epoch_millis(time, "OVER aggregate") if len(time) else np.empty(0, np.int64)
-        on_time = ts > self._watermark
+        rows = batch.filter(pa.array(keep)) if not keep.all() else batch
+        keys = [conform(fn(rows), e.dtype) for fn, e in zip(self._key_fns,
+                                                             self.node.partition_keys)]
+        on_time = ts > (self._last_emitted(keys, rows.num_rows) if self._per_key
+                        else self._watermark)
         late = int(len(ts) - on_time.sum())
         if late:
             self.context.metrics[LATE_RECORDS_DROPPED] += late
-        keep[keep] = on_time
-        if not keep.any():
+        if not on_time.any():
             return []
-        rows = batch.filter(pa.array(keep)) if not keep.all() else batch
-        ts = ts[on_time]
+        if not on_time.all():
+            mask = pa.array(on_time)
+            rows, keys, ts = rows.filter(mask), [k.filter(mask) for k in keys], ts[on_time]
         n = rows.num_rows
-        keys = [conform(fn(rows), e.dtype) for fn, e in zip(self._key_fns,
-                                                             self.node.partition_keys)]
         groups = self._pending.key_groups_of(keys, n)
         seq = self._next_counter + np.arange(n, dtype=np.int64)
         self._next_counter += n
@@ -146,6 +159,31 @@ class OverAggregateOperator(EventTimeOperator):
         self._timers.register(groups, groups.astype(np.int64), ts)
         return []
 
+    def _last_emitted(self, keys: list[pa.Array], num_rows: int) -> np.ndarray:
+        """Per row, the last rowtime emitted for its key (int64 min when none was)."""
+        stored = self._last.rows
+        if not stored.num_rows:
+            return np.full(num_rows, np.iinfo(np.int64).min, np.int64)
+        ids = row_ids([pa.chunked_array([*stored.column(k).chunks, key], key.type)
+                       for k, key in zip(self._keys, keys)], stored.num_rows + num_rows)
+        last = np.full(int(ids.max()) + 1, np.iinfo(np.int64).min, np.int64)
+        last[ids[:stored.num_rows]] = stored.column("ts").to_numpy()
+        return last[ids[stored.num_rows:]]
+
+    def _remember_emitted(self, released: pa.Table) -> None:
+        """Make the largest released rowtime of every key its last emitted rowtime."""
+        both = pa.concat_tables([self._last.rows,
+                                 released.select(self._last.schema.names)
+                                 .cast(self._last.schema)])
+        ids = row_ids([both.column(k) for k in self._keys], both.num_rows)
+        count = int(ids.max()) + 1
+        last = np.full(count, np.iinfo(np.int64).min, np.int64)
+        np.maximum.at(last, ids, both.column("ts").to_numpy())
+        first = first_occurrences(ids, count)
+        merged = both.take(pa.array(first))
+        self._last.replace(merged.set_column(merged.schema.get_field_index("ts"), "ts",
+                                             pa.array(last)))
+
     # -- time ---------------------------------------------------------------------------
 
     def _advance(self, watermark: int) -> list[pa.RecordBatch]:
@@ -156,6 +194,11 @@ class OverAggregateOperator(EventTimeOperator):
             return []
         ts = self._pending.rows.column("ts").to_numpy()
         released = self._pending.take(ts <= watermark)
+        if self._per_key:
+            if watermark == MAX_WATERMARK:  # nothing can arrive after +infinity
+                self._last.replace(self._last.schema.empty_table())
+            else:
+                self._remember_emitted(released)
         groups = np.unique(released.column(KEY_GROUP).to_numpy())
         history = self._history.take(self._history.in_key_groups(groups))
         fresh = released.select([KEY_GROUP, *self._keys, "ts", "seq"])
@@ -172,7 +215,7 @@ class OverAggregateOperator(EventTimeOperator):
             history.append_column(POSITION, pa.array(np.full(history.num_rows, -1, np.int64))),
             fresh.append_column(POSITION, positions)])
         result = evaluate(combined, self._keys, self.node.aggs, self._window,
-                          self._history.schema, watermark)
+                          self._history.schema)
         self._store_history(result.history, watermark)
         return self._emit(released, result.order, result.values)
 
@@ -180,10 +223,9 @@ class OverAggregateOperator(EventTimeOperator):
         if watermark == MAX_WATERMARK:  # nothing can arrive after +infinity
             self._history.replace(self._history.schema.empty_table())
             return
+        # partitions without released rows keep their history: lateness is per key, so
+        # a row of theirs can still arrive with a rowtime behind the watermark
         rest = self._history.rows
-        if self.node.frame == "range" and self.node.preceding is not None and rest.num_rows:
-            # partitions without released rows age out here too
-            rest = rest.filter(pc.greater(rest.column("ts"), watermark - self.node.preceding))
         self._history.replace(pa.concat_tables([rest, history.cast(rest.schema)]))
 
     def _emit(self, released: pa.Table, order: np.ndarray, values: list[pa.Array]

@@ -20,8 +20,10 @@ accumulators) instead of every row seen:
   exactly the NULL semantics of these aggregates).
 
 A summary row sorts before every row released later because its rowtime is that of the
-last row it summarizes, and rows released later are strictly later (a row at or behind
-the watermark is late, and every summarized row was at or behind it).
+last row it summarizes, and rows released later are strictly later (an UNBOUNDED frame
+drops a row at or behind the watermark as late, and every summarized row was at or behind
+it). Bounded frames judge lateness per key: a later row of a partition has a rowtime after
+the partition's last released rowtime, which is what their history is cut against.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class Evaluated:
 
 
 def evaluate(combined: pa.Table, keys: Sequence[str], aggs: Sequence[AggCall],
-             window: OverFrame, history_schema: pa.Schema, watermark: int) -> Evaluated:
+             window: OverFrame, history_schema: pa.Schema) -> Evaluated:
     """``combined``: history rows and released rows (``POSITION`` >= 0) of whole
     partitions, with the columns of ``history_schema`` plus ``POSITION``."""
     combined = combined.sort_by([(k, "ascending") for k in keys]
@@ -132,7 +134,7 @@ def evaluate(combined: pa.Table, keys: Sequence[str], aggs: Sequence[AggCall],
               for j, agg in enumerate(aggs)]
     return Evaluated(position[released], values,
                      _next_history(combined, columns, layout, window, aggs, frame,
-                                   history_schema, watermark))
+                                   history_schema))
 
 
 def _is_contribution(name: str) -> bool:
@@ -165,15 +167,16 @@ def _aggregate(agg: AggCall, j: int, columns: dict[str, pa.Array], start: np.nda
 
 def _next_history(combined: pa.Table, columns: dict[str, pa.Array], layout: Layout,
                   window: OverFrame, aggs: Sequence[AggCall], frame: Frame,
-                  history_schema: pa.Schema, watermark: int) -> pa.Table:
-    """What later frames can still reach once event time is ``watermark``: for a RANGE of
-    ``p`` ms the rows with rowtime > watermark - p (a later row has rowtime > watermark);
-    for ROWS ``p`` the last ``p`` rows of each partition; for UNBOUNDED one summary row
-    per partition."""
+                  history_schema: pa.Schema) -> pa.Table:
+    """What later frames can still reach: for a RANGE of ``p`` ms the rows with rowtime >
+    last - p, ``last`` being the partition's largest rowtime (a later row of the partition
+    has a larger one); for ROWS ``p`` the last ``p`` rows of each partition; for UNBOUNDED
+    one summary row per partition."""
     kept = combined.select(history_schema.names)
     if window.preceding is not None:
         if window.mode == "range":
-            keep = combined.column("ts").to_numpy() > watermark - window.preceding
+            ts = combined.column("ts").to_numpy()
+            keep = ts > ts[layout.part_end - 1] - window.preceding
         else:
             keep = layout.index >= layout.part_end - window.preceding
         return kept.filter(pa.array(keep))

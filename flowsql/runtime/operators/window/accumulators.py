@@ -3,7 +3,11 @@
 An aggregate is kept as one or two accumulator columns per group so that partial results
 merge associatively: count and count_star keep a count (merged by sum), sum keeps a sum
 (NULL until a non-NULL value is seen), min / max keep the extreme, avg keeps a float64 sum
-and a count. Three steps, each one Acero group-by over the whole batch:
+and a count. COUNT / SUM / AVG with DISTINCT keep the set of distinct non-NULL values
+instead (a list column, merged by set union), which is what makes them mergeable across
+slices and sessions: a value seen in two slices of one window counts once. MIN / MAX with
+DISTINCT are the plain MIN / MAX. Three steps, each one Acero group-by over the whole batch
+(plus, for the value sets, one group-by over the exploded values):
 
 * ``partial`` -- rows with argument columns ``x<i>`` -> accumulators per group;
 * ``merge``   -- rows of accumulators (state and partials concatenated) -> one row per group;
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -25,6 +30,9 @@ from flowsql.runtime.operators.window.window_specs import AggregateSpec
 
 _SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 _COUNT_VALID = pc.CountOptions(mode="only_valid")
+#: partial / merge function of a value-set accumulator (a DISTINCT aggregate)
+DISTINCT = "distinct"
+_ROWS = "__rows"
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class _Part:
     partial: str
     merge: str
     dtype: pa.DataType
+    output: pa.DataType | None = None  # the value's type when it differs from ``dtype``
 
 
 class Accumulators:
@@ -62,7 +71,8 @@ class Accumulators:
     def output_fields(self) -> list[pa.Field]:
         fields = []
         for agg, parts in zip(self.aggregates, self._parts):
-            dtype = pa.float64() if agg.function == "avg" else parts[0].dtype
+            dtype = (pa.float64() if agg.function == "avg"
+                     else parts[0].output or parts[0].dtype)
             fields.append(pa.field(agg.name, dtype))
         return fields
 
@@ -84,25 +94,41 @@ class Accumulators:
                     specs.append(([], "count_all"))
                 else:
                     specs.append((p.argument, p.partial,
-                                  _COUNT_VALID if p.partial == "count" else _SKIP_NULLS))
+                                  _COUNT_VALID if p.partial in ("count", DISTINCT)
+                                  else _SKIP_NULLS))
         return self._grouped(rows, group_by, specs)
 
     def merge(self, rows: pa.Table, group_by: list[str],
               extra: Sequence[tuple[str, str]] = ()) -> pa.Table:
         """One row per group; ``extra`` adds (column, function) aggregates kept by name."""
-        specs: list[tuple[object, ...]] = [(p.name, p.merge, _SKIP_NULLS)
-                                           for parts in self._parts for p in parts]
+        parts = [p for group in self._parts for p in group]
+        plain = [p for p in parts if p.merge != DISTINCT]
+        specs: list[tuple[object, ...]] = [(p.name, p.merge, _SKIP_NULLS) for p in plain]
         specs.extend((column, function, _SKIP_NULLS) for column, function in extra)
-        names = [p.name for parts in self._parts for p in parts] + [c for c, _ in extra]
+        sets = len(plain) < len(parts)
+        if sets:  # which rows each group merges, to unite their value sets after
+            rows = rows.append_column(_ROWS, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+            specs.append((_ROWS, "list"))
         result = rows.group_by(group_by, use_threads=False).aggregate(specs)
-        columns = _last(result.columns, len(specs))
+        columns = dict(zip([p.name for p in plain] + [c for c, _ in extra] + [_ROWS] * sets,
+                           _last(result.columns, len(specs))))
+        if sets:
+            members = result.column(len(result.columns) - 1).combine_chunks()
+            for p in parts:
+                if p.merge == DISTINCT:
+                    columns[p.name] = _united(rows.column(p.name), members, p.dtype)
+        names = [p.name for p in parts] + [c for c, _ in extra]
         return pa.Table.from_arrays(
-            [result.column(k) for k in group_by] + columns, names=group_by + names)
+            [result.column(k) for k in group_by] + [columns[n] for n in names],
+            names=group_by + names)
 
     def finish(self, rows: pa.Table) -> list[pa.ChunkedArray]:
         values = []
         for agg, parts in zip(self.aggregates, self._parts):
-            if agg.function == "avg":
+            if parts[0].merge == DISTINCT:
+                values.append(_finish_set(agg.function, rows.column(parts[0].name),
+                                          parts[0].output))
+            elif agg.function == "avg":
                 total, count = rows.column(parts[0].name), rows.column(parts[1].name)
                 values.append(pc.divide(total, pc.cast(pc.if_else(
                     pc.equal(count, 0), None, count), pa.float64())))
@@ -128,6 +154,11 @@ def _last(columns: list[pa.ChunkedArray], count: int) -> list[pa.ChunkedArray]:
 def _parts_of(index: int, agg: AggregateSpec, arg_type: pa.DataType | None) -> list[_Part]:
     x = f"x{index}"
     name = f"a{index}"
+    if agg.distinct and agg.function in ("count", "sum", "avg"):
+        assert arg_type is not None
+        output = {"count": pa.int64(), "sum": _sum_type(arg_type), "avg": pa.float64()}
+        return [_Part(name, x, DISTINCT, DISTINCT, pa.list_(arg_type),
+                      output[agg.function])]
     if agg.function in ("count", "count_star"):
         return [_Part(name, None if agg.function == "count_star" else x, "count", "sum",
                       pa.int64())]
@@ -137,6 +168,44 @@ def _parts_of(index: int, agg: AggregateSpec, arg_type: pa.DataType | None) -> l
         return [_Part(name, x, agg.function, agg.function, arg_type)]
     return [_Part(f"{name}_sum", f"{x}_float", "sum", "sum", pa.float64()),
             _Part(f"{name}_count", x, "count", "sum", pa.int64())]
+
+
+def _united(sets: pa.ChunkedArray, members: pa.ListArray, dtype: pa.DataType) -> pa.ListArray:
+    """Per group, the union of the value sets ``sets`` of its member rows (``members``:
+    the row numbers of each group), as one list of distinct values per group."""
+    taken = sets.combine_chunks().take(members.flatten())
+    group = pc.list_parent_indices(members).to_numpy()[
+        pc.list_parent_indices(taken).to_numpy()]
+    pairs = pa.table({"g": pa.array(group, pa.int64()), "v": taken.flatten()})
+    pairs = pairs.group_by(["g", "v"], use_threads=False).aggregate([]).sort_by("g")
+    offsets = np.searchsorted(pairs.column("g").to_numpy(),
+                              np.arange(len(members) + 1), side="left").astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pairs.column("v").combine_chunks(),
+                                    type=dtype)
+
+
+def _finish_set(function: str, sets: pa.ChunkedArray, output: pa.DataType | None
+                ) -> pa.Array:
+    """COUNT / SUM / AVG of each row's value set; SUM and AVG are NULL for an empty set."""
+    lists = sets.combine_chunks()
+    counts = pc.list_value_length(lists).fill_null(0)
+    if function == "count":
+        return counts.cast(pa.int64())
+    n = len(lists)
+    values = lists.flatten()
+    if function == "avg":
+        values = values.cast(pa.float64())
+    parents = pa.array(pc.list_parent_indices(lists).to_numpy().astype(np.int64))
+    sums = pa.table({"g": parents, "v": values}).group_by(
+        "g", use_threads=False).aggregate([("v", "sum")])
+    position = np.full(n, -1, np.int64)
+    position[sums.column("g").to_numpy()] = np.arange(sums.num_rows)
+    total = sums.column(1).combine_chunks().take(pa.array(position, mask=position < 0))
+    if function == "sum":
+        assert output is not None
+        return total.cast(output)
+    return pc.divide(total, pc.cast(pc.if_else(pc.equal(counts, 0), None, counts),
+                                    pa.float64()))
 
 
 def _sum_type(arg_type: pa.DataType) -> pa.DataType:

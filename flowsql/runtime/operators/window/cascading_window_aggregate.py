@@ -18,9 +18,9 @@ End of input fires every window.
 Order. Per firing, windows ascending by ``window_end``, groups within a window ascending by
 the group fields (NULLs last).
 
-Aggregates: COUNT, COUNT(*), SUM, MIN, MAX, AVG (DISTINCT only for MIN/MAX, where it changes
-nothing), as mergeable accumulators (``window.accumulators``); results are cast to the
-plan's types.
+Aggregates: COUNT, COUNT(*), SUM, MIN, MAX, AVG, each also DISTINCT (COUNT, SUM and AVG
+then keep value sets), as mergeable accumulators (``window.accumulators``); results are
+cast to the plan's types.
 
 State (one ``StateStore``): the keyed table ``groups`` holds partial accumulators per
 (keys, window) -- key columns ``k<i>``, the window end in epoch milliseconds and the
@@ -67,8 +67,7 @@ class WindowedAggregateOperator(EventTimeOperator):
 
     def __init__(self, node: WindowedAggregateExec) -> None:
         unsupported = sorted({a.name for a in node.aggs if a.name not in SUPPORTED_AGGREGATES
-                              or a.filter is not None
-                              or (a.distinct and a.name not in ("min", "max"))})
+                              or a.filter is not None})
         if unsupported:
             raise ExecutionError(f"windowed aggregate cannot compute {', '.join(unsupported)}")
         self.node = node
@@ -81,7 +80,7 @@ class WindowedAggregateOperator(EventTimeOperator):
         for index, agg in enumerate(node.aggs):
             column = None if agg.name == "count_star" else position
             position += column is not None
-            specs.append(AggregateSpec(agg.name, column, f"a{index}"))
+            specs.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
         self._argument_schema = argument_schema
         self._accumulators = Accumulators(specs, argument_schema)
         self._state_schema = pa.schema(

@@ -45,8 +45,7 @@ class WindowAggregateOperator(Operator):
     def __init__(self, node: WindowAggregateExec) -> None:
         self.node = node
         unsupported = [a.name for a in node.aggs
-                       if a.name not in SUPPORTED_AGGREGATES or a.distinct
-                       or a.filter is not None]
+                       if a.name not in SUPPORTED_AGGREGATES or a.filter is not None]
         if unsupported:
             raise PlanError(f"window aggregate cannot compute {', '.join(unsupported)}")
         self._arguments = [a.args[0] for a in node.aggs if a.name != "count_star"]
@@ -56,7 +55,7 @@ class WindowAggregateOperator(Operator):
         for index, agg in enumerate(node.aggs):
             column = None if agg.name == "count_star" else position
             position += column is not None
-            aggregates.append(AggregateSpec(agg.name, column, f"a{index}"))
+            aggregates.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
         self._inner = PositionalWindowAggregate(WindowAggregateSpec(
             self._narrow, 0, window_spec(node.shape), tuple(range(1, 1 + len(node.keys))),
             tuple(aggregates), watermark_column=position if self._watermarked else None))

@@ -73,11 +73,13 @@ def window_spec(shape: WindowShape) -> WindowSpec:
 
 @dataclass(frozen=True)
 class AggregateSpec:
-    """``function`` over input column ``column`` (None for count_star), output ``name``."""
+    """``function`` over input column ``column`` (None for count_star), output ``name``;
+    ``distinct``: over the distinct non-NULL values only."""
 
     function: str
     column: int | None
     name: str
+    distinct: bool = False
 
     def __post_init__(self) -> None:
         if self.function not in AGGREGATE_FUNCTIONS:
@@ -85,6 +87,8 @@ class AggregateSpec:
         if (self.column is None) != (self.function == "count_star"):
             raise PlanError(f"{self.function} needs {'no' if self.column is None else 'one'}"
                             " argument column")
+        if self.distinct and self.function == "count_star":
+            raise PlanError("COUNT(*) cannot be DISTINCT")
 
 
 @dataclass(frozen=True)

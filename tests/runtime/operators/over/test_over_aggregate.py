@@ -1,6 +1,7 @@
 """Event-time OVER aggregates with hand-checked expectations (Flink's semantics: rows wait
-until the watermark reaches their rowtime, late rows are dropped, RANGE peers share one
-result), plus DuckDB as the oracle for inputs without late rows.
+until the watermark reaches their rowtime, late rows are dropped -- per key for bounded
+frames, by the watermark for UNBOUNDED ones --, RANGE peers share one result), plus DuckDB
+as the oracle for inputs without late rows.
 
 Unless said otherwise the script is the one below (``k``, rowtime in ms, ``v``), with
 explicit watermarks; every aggregate list is COUNT(*), COUNT(v), SUM(v), AVG(v), MIN(v),
@@ -9,8 +10,11 @@ MAX(v)::
     batch 1   a@1000 v1 | b@1000 v10 | a@3000 v3 | c@1500 NULL
     batch 2   a@2000 v2 | a@2000 NULL | b@4000 v40 | c@3500 v7   (a@2000: out of order, not late)
     watermark 2500  -> releases a@1000 b@1000 c@1500 a@2000 a@2000
-    batch 3   a@2000 v5 (late: 2000 <= 2500) | a@5000 v5 | b@2500 v99 (late: 2500 <= 2500)
-    watermark 4000  -> releases a@3000 c@3500 b@4000
+    batch 3   a@2000 v5 (late: 2000 <= 2500, and a's last emitted rowtime is 2000)
+              | a@5000 v5
+              | b@2500 v99 (behind the watermark 2500: late for UNBOUNDED frames; b's last
+                emitted rowtime is 1000, so bounded frames keep it, as Flink does)
+    watermark 4000  -> releases (b@2500) a@3000 c@3500 b@4000
     end of input    -> releases a@5000
 """
 
@@ -125,13 +129,14 @@ def test_rows_two_preceding():
         ("a", 2000, 2, 2, 2, 3, 1.5, 1, 2),          # frame: 1, 2
         ("a", 2000, None, 3, 2, 3, 1.5, 1, 2),       # frame: 1, 2, NULL (ROWS: no peers)
         # released by watermark 4000
+        ("b", 2500, 99, 2, 2, 109, 54.5, 10, 99),    # kept: after b's last emitted 1000
         ("a", 3000, 3, 3, 2, 5, 2.5, 2, 3),          # frame: 2, NULL, 3 (1 fell out)
         ("c", 3500, 7, 2, 1, 7, 7.0, 7, 7),          # frame: NULL, 7
-        ("b", 4000, 40, 2, 2, 50, 25.0, 10, 40),     # rowtime == watermark is released
+        ("b", 4000, 40, 3, 3, 149, 49.666666667, 10, 99),  # frame: 10, 99, 40
         # end of input
         ("a", 5000, 5, 3, 2, 8, 4.0, 3, 5),          # frame: NULL, 3, 5
     ]
-    assert late == 2
+    assert late == 1  # a@2000 v5 only
 
 
 def test_range_two_seconds_preceding():
@@ -143,12 +148,13 @@ def test_range_two_seconds_preceding():
         # peers: both a@2000 see [0, 2000] = {1, 2, NULL}
         ("a", 2000, 2, 3, 2, 3, 1.5, 1, 2),
         ("a", 2000, None, 3, 2, 3, 1.5, 1, 2),
+        ("b", 2500, 99, 2, 2, 109, 54.5, 10, 99),    # [500, 2500]: 10, 99
         ("a", 3000, 3, 4, 3, 6, 2.0, 1, 3),          # [1000, 3000]: 1, 2, NULL, 3
         ("c", 3500, 7, 2, 1, 7, 7.0, 7, 7),          # [1500, 3500]: NULL, 7
-        ("b", 4000, 40, 1, 1, 40, 40.0, 40, 40),     # [2000, 4000]: b@1000 is out
+        ("b", 4000, 40, 2, 2, 139, 69.5, 40, 99),    # [2000, 4000]: 99, 40 (b@1000 is out)
         ("a", 5000, 5, 2, 2, 8, 4.0, 3, 5),          # [3000, 5000]: 3 (inclusive), 5
     ]
-    assert late == 2
+    assert late == 1
 
 
 def test_range_unbounded_preceding():
@@ -187,7 +193,8 @@ def test_rows_zero_preceding_is_the_current_row_only():
     out, _ = run(node("rows", 0, ("count_star", "sum")), SCRIPT)
     assert out == [
         ("a", 1000, 1, 1, 1), ("b", 1000, 10, 1, 10), ("c", 1500, None, 1, None),
-        ("a", 2000, 2, 1, 2), ("a", 2000, None, 1, None), ("a", 3000, 3, 1, 3),
+        ("a", 2000, 2, 1, 2), ("a", 2000, None, 1, None), ("b", 2500, 99, 1, 99),
+        ("a", 3000, 3, 1, 3),
         ("c", 3500, 7, 1, 7), ("b", 4000, 40, 1, 40), ("a", 5000, 5, 1, 5)]
 
 
@@ -212,15 +219,29 @@ def test_nothing_is_emitted_before_the_watermark_reaches_the_rowtime():
                                ("a", 2000, 2, 2, 2, 3, 1.5, 1, 2)]
 
 
-def test_history_of_range_frames_is_cleaned_as_the_watermark_advances():
-    driver = Run(node("range", 2000))
+def _history(driver: Run) -> list[tuple[str, int]]:
+    history = driver.operator._history.rows
+    return sorted(zip(history.column("k0").to_pylist(), history.column("ts").to_pylist()))
+
+
+def test_history_of_range_frames_is_cut_against_each_keys_last_emitted_rowtime():
+    driver = Run(node("range", 2000, ("count_star", "sum")))
     driver.feed([("a", 1000, 1), ("b", 1000, 1)])
     driver.feed(1000)
     driver.feed([("b", 9000, 1)])
-    driver.feed(9000)  # releases b@9000; a@1000 is out of reach of every later frame
-    history = driver.operator._history.rows
-    assert sorted(zip(history.column("k0").to_pylist(), history.column("ts").to_pylist())) \
-        == [("b", 9000)]
+    driver.feed(9000)
+    # b@1000 is out of reach of every later frame of b (rowtime > 9000); a@1000 is not:
+    # a's last emitted rowtime is 1000, so a row of a at 1001 .. 3000 can still come
+    assert _history(driver) == [("a", 1000), ("b", 9000)]
+    driver.feed([("a", 2500, 2)])  # behind the watermark, after a's last emitted rowtime
+    driver.feed([("a", 1000, 7)])  # at a's last emitted rowtime: late
+    driver.feed(9500)
+    assert rows(driver.out)[-1] == ("a", 2500, 2, 2, 3)  # [500, 2500]: a@1000 and itself
+    assert driver.late == 1
+    driver.feed([("a", 4600, 4)])
+    driver.feed(9600)
+    assert rows(driver.out)[-1] == ("a", 4600, 4, 1, 4)  # [2600, 4600]: itself only
+    assert _history(driver) == [("a", 4600), ("b", 9000)]
     driver.finish()
     assert driver.operator._history.rows.num_rows == 0
     assert driver.operator._pending.rows.num_rows == 0
@@ -366,14 +387,16 @@ def _range_sql(window: str) -> str:
 RANGE_2S = "PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW"
 
 
-def test_sql_range_over_drops_late_rows(tmp_path: Path):
-    # WATERMARK ts - 1 s after every record: a@2 arrives at watermark 2 s and is late;
-    # a@3 NULL arrives at 2 s too and is a peer of a@3 v3
+def test_sql_range_over_judges_lateness_per_key(tmp_path: Path):
+    # WATERMARK ts - 1 s after every record: a@3 moves it to 2 s and releases a@1, b@1;
+    # a@2 then arrives behind the watermark but after a's last emitted rowtime (1 s), so
+    # Flink keeps it and releases it with a@3 v3 and the peer a@3 NULL at watermark 3 s
     session = _session(tmp_path, "streaming", 1)
     out = _sql_rows(session.sql(_range_sql(RANGE_2S)).to_arrow())
     assert out == [("a", 1, 1, 1, 1, 1), ("b", 1, 10, 10, 1, 10),
-                   ("a", 3, 3, 4, 2, 3), ("a", 3, None, 4, 2, 3),
-                   ("b", 4, 40, 40, 1, 40), ("a", 5, 5, 8, 2, 5)]
+                   ("a", 2, 2, 3, 2, 2),                             # [0, 2]: 1, 2
+                   ("a", 3, 3, 6, 3, 3), ("a", 3, None, 6, 3, 3),    # [1, 3]: 1, 2, 3, NULL
+                   ("b", 4, 40, 40, 1, 40), ("a", 5, 5, 8, 2, 5)]    # [3, 5]: 3, NULL, 5
 
 
 def test_sql_streaming_equals_batch_without_late_rows(tmp_path: Path):

@@ -23,7 +23,7 @@ from operator_harness import duck, leaf, rows
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
-from flowsql.planner.expressions import AggCall, ColumnRef
+from flowsql.planner.expressions import AggCall, ColumnRef, Literal
 from flowsql.planner.physical_streaming import WindowedAggregateExec
 from flowsql.planner.schema import Field, to_arrow_schema
 from flowsql.runtime.changelog import ROW_KIND, with_row_kinds
@@ -202,10 +202,12 @@ def test_an_updating_input_is_rejected() -> None:
         list(operator.process_batch(0, with_row_kinds(_batch([(1, 0, 1)]), 0)))
 
 
-def test_distinct_sum_is_rejected_at_construction() -> None:
+def test_a_filtered_sum_is_rejected_at_construction() -> None:
+    # DISTINCT is computed (value sets, see test_window_aggregate_distinct); FILTER is not
     v = NODE.input.schema[3].ref()
     node = WindowedAggregateExec(NODE.input, NODE.group_exprs, NODE.group_fields,
-                                 (AggCall("sum", (v,), T.INT64, distinct=True),),
+                                 (AggCall("sum", (v,), T.INT64,
+                                          filter=Literal(True, pa.bool_())),),
                                  (NODE.agg_fields[2],), NODE.window, 0.0)
     with pytest.raises(ExecutionError, match="cannot compute sum"):
         create_operator(node)

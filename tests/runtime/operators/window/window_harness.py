@@ -9,7 +9,7 @@ plain Python, straight from the documented semantics, as an independent oracle.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,14 +34,16 @@ AGGS = (AggregateSpec("count_star", None, "cnt"), AggregateSpec("sum", 2, "total
         AggregateSpec("max", 2, "top"))
 
 
-def spec(window: WindowSpec, max_parallelism: int = 128) -> WindowAggregateSpec:
-    return WindowAggregateSpec(SCHEMA, 1, window, (0,), AGGS, watermark_column=3,
+def spec(window: WindowSpec, max_parallelism: int = 128,
+         aggregates: tuple[AggregateSpec, ...] = AGGS) -> WindowAggregateSpec:
+    return WindowAggregateSpec(SCHEMA, 1, window, (0,), aggregates, watermark_column=3,
                                max_parallelism=max_parallelism)
 
 
-def open_operator(window: WindowSpec, subtask: int = 0, parallelism: int = 1
+def open_operator(window: WindowSpec, subtask: int = 0, parallelism: int = 1,
+                  aggregates: tuple[AggregateSpec, ...] = AGGS
                   ) -> tuple[PositionalWindowAggregate, OperatorContext]:
-    operator = PositionalWindowAggregate(spec(window))
+    operator = PositionalWindowAggregate(spec(window, aggregates=aggregates))
     context = OperatorContext("window", subtask_index=subtask, parallelism=parallelism)
     operator.open(context)
     return operator, context
@@ -82,9 +84,10 @@ def rows(out: Sequence[pa.RecordBatch]) -> list[tuple[Any, ...]]:
 
 
 def run(window: WindowSpec, events: Sequence[Event], delay: int,
-        sizes: Sequence[int] | None = None) -> tuple[list[tuple[Any, ...]], int]:
+        sizes: Sequence[int] | None = None, aggregates: tuple[AggregateSpec, ...] = AGGS
+        ) -> tuple[list[tuple[Any, ...]], int]:
     """(output rows in emission order, late records dropped)."""
-    operator, context = open_operator(window)
+    operator, context = open_operator(window, aggregates=aggregates)
     out: list[pa.RecordBatch] = []
     for batch, watermark in batches(events, sizes or [len(events)], delay):
         out.extend(feed(operator, batch, watermark))
@@ -92,9 +95,16 @@ def run(window: WindowSpec, events: Sequence[Event], delay: int,
     return rows(out), context.metrics[LATE_RECORDS_DROPPED]
 
 
-def reference(window: WindowSpec, events: Sequence[Event], delay: int
+def _count_sum_max(values: list[int | None]) -> tuple[Any, ...]:
+    present = [v for v in values if v is not None]
+    return len(values), sum(present) if present else None, max(present) if present else None
+
+
+def reference(window: WindowSpec, events: Sequence[Event], delay: int,
+              summary: Callable[[list[int | None]], tuple[Any, ...]] = _count_sum_max
               ) -> tuple[list[tuple[Any, ...]], int]:
-    """Flink's semantics, one record at a time (watermark after every record)."""
+    """Flink's semantics, one record at a time (watermark after every record);
+    ``summary`` turns a window's values into its aggregates (default: those of AGGS)."""
     watermark = -(2**63)
     windows: dict[tuple[Any, int, int], list[int | None]] = {}
     out: list[tuple[Any, ...]] = []
@@ -103,10 +113,7 @@ def reference(window: WindowSpec, events: Sequence[Event], delay: int
     def fire(wm: int) -> None:
         for key in sorted((w for w in windows if w[2] - 1 <= wm),
                           key=lambda w: (w[2], w[1], w[0] is not None, w[0] or "")):
-            values = windows.pop(key)
-            present = [v for v in values if v is not None]
-            out.append((key[0], key[1], key[2], len(values), sum(present) if present else None,
-                        max(present) if present else None))
+            out.append((key[0], key[1], key[2], *summary(windows.pop(key))))
 
     for key, ts, value in events:
         fire(watermark)
