@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.channels import (
@@ -36,7 +37,6 @@ from flowsql.runtime.cluster.coordinator import SYMPTOM_GRACE_S
 from flowsql.runtime.jobgraph import JobGraph, StageInput, build_job_graph
 from flowsql.runtime.operators.batches import conform
 from flowsql.runtime.parallel.plan_codec import dumps
-from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 if TYPE_CHECKING:
     from flowsql.runtime.parallel.streaming_run import ParallelStreamingRun
@@ -133,7 +133,7 @@ def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
     not deployed: the subtasks feeding it send straight to the coordinator, one channel
     each (``<channel>-<subtask>``), which spares every result row a hop."""
     workers = len(cluster.workers)
-    max_parallelism = int(settings.get("max_parallelism", DEFAULT_MAX_PARALLELISM))
+    max_parallelism = SettingValues(settings).integer("max_parallelism")
     skipped = _forwarding_root(graph)
     tasks: list[TaskSpec] = []
     channels: list[str] = []
