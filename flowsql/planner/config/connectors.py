@@ -280,8 +280,9 @@ def _column_option(table: str, connector: Connector, key: str,
 def _unknown_option(table: str, connector: Connector, key: str,
                     declared: Mapping[str, Option], fmt: Format | None) -> str:
     candidates = list(declared)
-    if connector.column_options:
-        candidates += [f"{COLUMN_OPTION_PREFIX}<column>.{o.key}"
+    if connector.column_options and key.startswith(COLUMN_OPTION_PREFIX):
+        column = key[len(COLUMN_OPTION_PREFIX):].rpartition(".")[0] or "<column>"
+        candidates += [f"{COLUMN_OPTION_PREFIX}{column}.{o.key}"
                        for o in connector.column_options]
     text = (f"table '{table}': unknown option '{key}' for the {connector.name} connector"
             f"{did_you_mean(key, candidates)}")

@@ -175,5 +175,6 @@ class SettingValues:
     def _typed(self, key: str, kind: ValueKind) -> Any:
         option = setting(key)
         if option.kind is not kind:
-            raise TypeError(f"setting {key} is a {option.kind.name}, not a {kind.name}")
+            raise TypeError(f"setting {key} is declared as {option.kind.name}, read as "
+                            f"{kind.name}")
         return option.read(self.raw)
