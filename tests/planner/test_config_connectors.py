@@ -116,9 +116,13 @@ def test_valid_tables_keep_their_options_and_choices_are_lower_case(parquet: Pat
 def test_validation_without_a_session() -> None:
     assert validate_table_options("g", {"connector": "datagen", "fields.ID.kind": "Sequence",
                                         "fields.ID.start": "1", "fields.ID.end": "3"},
-                                  ["id"]) == {
+                                  ["ID"]) == {
         "connector": "datagen", "fields.ID.kind": "sequence", "fields.ID.start": "1",
         "fields.ID.end": "3"}
+    with pytest.raises(OptionError, match=r"'fields.Id.kind' names no column of the table "
+                                          r"\(did you mean 'ID'\?\)"):
+        validate_table_options("g", {"connector": "datagen", "fields.Id.kind": "random"},
+                               ["ID"])
     with pytest.raises(ConfigError):
         validate_table_options("g", {"connector": "datagen", "seed": "x"}, ["id"])
 

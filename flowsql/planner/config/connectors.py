@@ -88,7 +88,7 @@ class Connector:
 
     def column_value(self, options: Mapping[str, str], column: str, name: str) -> Any:
         """The typed value of ``fields.<column>.<name>`` (else its default)."""
-        return self._column_option(column, name).read(options)
+        return self.column_option(column, name).read(options)
 
     def format(self, options: Mapping[str, str]) -> Format | None:
         """The table's format (None for a connector without formats)."""
@@ -112,7 +112,9 @@ class Connector:
     def _all_options(self) -> tuple[Option, ...]:
         return (*self.options, *(o for f in self.formats for o in f.options))
 
-    def _column_option(self, column: str, name: str) -> Option:
+    def column_option(self, column: str, name: str) -> Option:
+        """The declaration of per-column option ``name``, keyed ``fields.<column>.<name>``
+        (StopIteration if ``name`` is not declared)."""
         declared = next(o for o in self.column_options if o.key == name)
         return dataclasses.replace(declared, key=f"{COLUMN_OPTION_PREFIX}{column}.{name}")
 
@@ -230,7 +232,7 @@ def validate_table_options(table: str, options: Mapping[str, str],
     fmt = _checked_format(table, connector, options)
     if fmt is not None:
         declared.update({o.key: o for o in fmt.options})
-    column_names = {c.lower(): c for c in columns or ()}
+    column_names = tuple(columns or ())
     for key, value in options.items():
         if key == CONNECTOR_OPTION.key:
             continue
@@ -263,18 +265,19 @@ def _checked_format(table: str, connector: Connector, options: Mapping[str, str]
 
 
 def _column_option(table: str, connector: Connector, key: str,
-                   columns: Mapping[str, str]) -> Option | None:
+                   columns: Sequence[str]) -> Option | None:
     """The declaration of ``fields.<column>.<name>``; OptionError when the column does not
-    exist, None when ``key`` has no such shape or ``name`` is not declared."""
+    exist (names match exactly, as the connector reads them), None when ``key`` has no
+    such shape or ``name`` is not declared."""
     if not connector.column_options or not key.startswith(COLUMN_OPTION_PREFIX):
         return None
     column, _, name = key[len(COLUMN_OPTION_PREFIX):].rpartition(".")
     if not any(o.key == name for o in connector.column_options):
         return None
-    if column.lower() not in columns:
+    if column not in columns:
         raise OptionError(f"table '{table}': {connector.name} option '{key}' names no column "
-                          f"of the table{did_you_mean(column, columns.values())}")
-    return connector._column_option(column, name)  # noqa: SLF001 - same module
+                          f"of the table{did_you_mean(column, columns)}")
+    return connector.column_option(column, name)
 
 
 def _unknown_option(table: str, connector: Connector, key: str,
