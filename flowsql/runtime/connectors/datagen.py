@@ -171,7 +171,7 @@ def _option(options: dict[str, str], key: str) -> Any:
     try:
         return DATAGEN.value(options, key)
     except ConfigError as error:
-        raise CatalogError(f"datagen option {error}") from None
+        raise CatalogError(f"datagen: {error}") from None
 
 
 def _column_option(options: dict[str, str], column: str, name: str) -> Any:
@@ -179,7 +179,7 @@ def _column_option(options: dict[str, str], column: str, name: str) -> Any:
     try:
         return DATAGEN.column_value(options, column, name)
     except ConfigError as error:
-        raise CatalogError(f"datagen option {error}") from None
+        raise CatalogError(f"datagen: {error}") from None
 
 
 def _integer(options: dict[str, str], key: str, default: int) -> int:
