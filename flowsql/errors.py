@@ -45,6 +45,16 @@ class CatalogError(FlowSQLError):
     """Creating, dropping or finding a catalog object failed."""
 
 
+class ConfigError(FlowSQLError):
+    """A setting is unknown or has an invalid value: names the key and, for an unknown
+    key, the closest declared one."""
+
+
+class OptionError(CatalogError, ConfigError):
+    """A table's WITH option is unknown or has an invalid value (raised by CREATE TABLE,
+    before the table exists): names the table, the connector and the option."""
+
+
 class DataError(FlowSQLError):
     """Input data could not be read: names the file and, where known, the offset."""
 

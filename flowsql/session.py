@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from flowsql.errors import FlowSQLError
 from flowsql.planner.catalog import Catalog
+from flowsql.planner.config.settings import validate_setting
 
 DEFAULT_SETTINGS: dict[str, str] = {
     "engine": "local",
@@ -29,12 +30,6 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "execution.runtime-mode": "batch",
     "pipeline.auto-watermark-interval": "200",
 }
-
-# Keyword arguments of connect() that are spelled differently from their setting key.
-_SETTING_ALIASES = {"engine": "engine", "memory_budget": "execution.memory-budget",
-                    "batch_size": "execution.batch-size", "parallelism": "parallelism.default",
-                    "max_parallelism": "max_parallelism"}
-
 
 @dataclass
 class Result:
@@ -112,19 +107,14 @@ class Session:
         #: jobs submitted by INSERT INTO; cancelled by ``close``
         self.jobs: list[Any] = []
         for key, value in settings.items():
-            self.set(_SETTING_ALIASES.get(key, key.replace("_", ".")), str(value))
+            self.set(key, str(value))
 
     def set(self, key: str, value: str) -> None:
-        """Change a setting (``SET 'key' = 'value'``), validating the ones we know."""
-        if key in ("engine", "execution.engine"):
-            if value not in ("local", "spark"):
-                raise FlowSQLError(f"unknown engine '{value}' (available: local, spark)")
-            key = "engine"
-        if key == "execution.memory-budget":
-            from flowsql.settings import parse_bytes
-
-            parse_bytes(value, key)
-        self.settings[key] = value
+        """Change a setting (``SET 'key' = 'value'``): an alias is stored under its
+        canonical key; an unknown key or an invalid value is a ConfigError (see
+        ``flowsql.planner.config.settings``)."""
+        canonical, stored = validate_setting(key, value)
+        self.settings[canonical] = stored
 
     def sql(self, text: str) -> Result:
         """Run exactly one statement."""
@@ -161,6 +151,6 @@ class Session:
 
 def connect(**settings: Any) -> Session:
     """Open a session. ``engine`` is ``local`` (default) or ``spark``; any other
-    keyword is a setting (``memory_budget`` -> ``execution.memory-budget``,
-    ``parallelism`` -> ``parallelism.default``)."""
+    keyword is a setting or one of its aliases (``memory_budget`` ->
+    ``execution.memory-budget``, ``parallelism`` -> ``parallelism.default``)."""
     return Session(**settings)

@@ -7,7 +7,6 @@ and picks physical operators, the runtime executes. It sits above all of them, b
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,8 @@ import sqlglot
 from flowsql.errors import CatalogError, FlowSQLError, PlanError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, ViewEntry
+from flowsql.planner.config.connectors import validate_table_options
+from flowsql.planner.config.settings import resolve_setting
 from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.sql.bind_query import QueryBinder, bind_table
@@ -43,11 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["execute_statement", "parse_one_statement", "parse_statements", "plan_query"]
 
 parse_one_statement = parse_one
-
-SUPPORTED_FORMATS = ("parquet", "csv", "json")
-#: connectors a table can only be written to (INSERT INTO)
-SINK_ONLY_CONNECTORS = ("print", "blackhole")
-
 
 def _parse_view(sql: str):  # type: ignore[no-untyped-def]
     return sqlglot.parse_one(sql, read=DIALECT)
@@ -257,24 +253,18 @@ def _explain(session: Session, statement: ExplainStatement) -> Result:
 
 
 def _create_table(session: Session, statement: CreateTableStatement) -> Result:
+    """Options are checked against the connector's declaration, then the runtime's
+    implementation of the connector describes the table (schema, statistics)."""
+    from flowsql.runtime.connectors.implementations import IMPLEMENTATIONS
     from flowsql.session import Result
 
-    options = dict(statement.options)
-    connector = options.setdefault("connector", "filesystem")
-    if connector == "filesystem":
-        entry = _filesystem_table(statement, options)
-    elif connector == "datagen":
-        entry = _datagen_table(statement, options)
-    elif connector in SINK_ONLY_CONNECTORS:
-        schema = _declared_schema(statement)
-        if schema is None:
-            raise CatalogError(f"table '{statement.name}': the {connector} connector needs a "
-                               "column list")
-        entry = TableEntry(statement.name, schema, options, watermark=statement.watermark,
-                           computed=statement.computed)
-    else:
-        raise CatalogError(f"unknown connector '{connector}' for table '{statement.name}' "
-                           "(supported: filesystem, datagen, print, blackhole)")
+    declared = _declared_schema(statement)
+    options = validate_table_options(statement.name, statement.options,
+                                     None if declared is None else declared.names)
+    describe = IMPLEMENTATIONS[options["connector"]].describe
+    schema, options, statistics = describe(declared, options)
+    entry = TableEntry(statement.name, schema, options, statistics, statement.watermark,
+                       statement.computed)
     session.catalog.add(entry, replace=statement.replace, if_not_exists=statement.if_not_exists)
     return Result("ddl", message=f"Table '{statement.name}' created")
 
@@ -283,39 +273,6 @@ def _declared_schema(statement: CreateTableStatement) -> pa.Schema | None:
     if statement.columns is None:
         return None
     return pa.schema([pa.field(c.name, c.dtype, c.nullable) for c in statement.columns])
-
-
-def _filesystem_table(statement: CreateTableStatement, options: dict[str, str]) -> TableEntry:
-    from flowsql.runtime.connectors.filesystem import infer_schema, table_statistics
-
-    if "path" not in options:
-        raise CatalogError(f"table '{statement.name}': the filesystem connector needs 'path'")
-    fmt = options.setdefault("format", "parquet").lower()
-    options["format"] = fmt
-    if fmt not in SUPPORTED_FORMATS:
-        raise CatalogError(f"table '{statement.name}': unknown format '{fmt}' "
-                           f"(supported: {', '.join(SUPPORTED_FORMATS)})")
-    options["path"] = os.path.abspath(os.path.expanduser(options["path"]))
-    schema = _declared_schema(statement)
-    if schema is None:
-        schema = infer_schema(options)
-    return TableEntry(statement.name, schema, options, table_statistics(options),
-                      statement.watermark, statement.computed)
-
-
-def _datagen_table(statement: CreateTableStatement, options: dict[str, str]) -> TableEntry:
-    """Validated now (bad options fail the DDL, not the first query)."""
-    from flowsql.planner.catalog import TableStatistics
-    from flowsql.runtime.connectors.datagen import DatagenTable
-
-    schema = _declared_schema(statement)
-    if schema is None:
-        raise CatalogError(f"table '{statement.name}': the datagen connector needs a column "
-                           "list")
-    table = DatagenTable(schema, options)
-    return TableEntry(statement.name, schema, options,
-                      TableStatistics(row_count=table.total_rows), statement.watermark,
-                      statement.computed)
 
 
 def _create_view(session: Session, statement: CreateViewStatement) -> Result:
@@ -372,12 +329,13 @@ def _set(session: Session, statement: SetStatement) -> Result:
     from flowsql.session import DEFAULT_SETTINGS, Result
 
     if statement.reset:
-        if statement.key is None:
+        key = None if statement.key is None else resolve_setting(statement.key)
+        if key is None:
             session.settings = dict(DEFAULT_SETTINGS)
-        elif statement.key in DEFAULT_SETTINGS:
-            session.settings[statement.key] = DEFAULT_SETTINGS[statement.key]
+        elif key in DEFAULT_SETTINGS:
+            session.settings[key] = DEFAULT_SETTINGS[key]
         else:
-            session.settings.pop(statement.key, None)
+            session.settings.pop(key, None)
         return Result("set", message="reset")
     if statement.key is None:
         keys = sorted(session.settings)

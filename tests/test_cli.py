@@ -18,10 +18,13 @@ from flowsql.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: one setting that is not among the defaults, set to true
+ONE_KEY = "table.exec.mini-batch.enabled"
+SET_ONE = f"SET '{ONE_KEY}' = 'true'"
+ONE_SET = f"{ONE_KEY} = true"
 SETTINGS_TABLE = "\n".join([
     "key                                | value",
     "-----------------------------------+-------",
-    "a                                  | 1",
     "engine                             | local",
     "execution.batch-size               | 65536",
     "execution.buffer-rows              | 65536",
@@ -34,6 +37,7 @@ SETTINGS_TABLE = "\n".join([
     "optimizer.broadcast-threshold-rows | 100000",
     "parallelism.default                | 1",
     "pipeline.auto-watermark-interval   | 200",
+    "table.exec.mini-batch.enabled      | true",
     "13 rows",
 ])
 
@@ -52,9 +56,9 @@ def parquet_table(tmp_path: Path) -> str:
 
 
 def test_command_with_two_statements(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["-c", "SET 'a' = '1'; SET"]) == 0
+    assert main(["-c", f"{SET_ONE}; SET"]) == 0
     captured = capsys.readouterr()
-    assert captured.out == "a = 1\n\n" + SETTINGS_TABLE + "\n"
+    assert captured.out == ONE_SET + "\n\n" + SETTINGS_TABLE + "\n"
     assert captured.err == ""
 
 
@@ -62,15 +66,15 @@ def test_file_and_settings_from_the_command_line(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "script.sql"
     script.write_text("-- settings\nSET;\n")
-    assert main(["--set", "a=1", "-f", str(script)]) == 0
+    assert main(["--set", f"{ONE_KEY}=true", "-f", str(script)]) == 0
     assert capsys.readouterr().out == SETTINGS_TABLE + "\n"
 
 
 def test_script_from_piped_stdin(monkeypatch: pytest.MonkeyPatch,
                                  capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO("SET 'a' = '1';\nSET;\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{SET_ONE};\nSET;\n"))
     assert main([]) == 0
-    assert capsys.readouterr().out == "a = 1\n\n" + SETTINGS_TABLE + "\n"
+    assert capsys.readouterr().out == ONE_SET + "\n\n" + SETTINGS_TABLE + "\n"
 
 
 def test_queries_as_tables(parquet_table: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,22 +111,22 @@ def test_json_output(parquet_table: str, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_settings_listing_as_csv_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--format", "csv", "--set", "a=1", "-c", "SET"]) == 0
+    assert main(["--format", "csv", "--set", f"{ONE_KEY}=true", "-c", "SET"]) == 0
     assert capsys.readouterr().out == (
-        "key,value\na,1\nengine,local\nexecution.batch-size,65536\nexecution.buffer-rows,65536\n"
+        "key,value\nengine,local\nexecution.batch-size,65536\nexecution.buffer-rows,65536\n"
         "execution.buffer-size,1mb\nexecution.buffer-timeout,100\nexecution.channel-credits,4\n"
         "execution.memory-budget,8gb\nexecution.runtime-mode,batch\nmax_parallelism,128\n"
         "optimizer.broadcast-threshold-rows,100000\nparallelism.default,1\n"
-        "pipeline.auto-watermark-interval,200\n")
-    assert main(["--format", "json", "--set", "a=1", "-c", "SET"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == '{"key":"a","value":"1"}'
+        "pipeline.auto-watermark-interval,200\ntable.exec.mini-batch.enabled,true\n")
+    assert main(["--format", "json", "--set", f"{ONE_KEY}=true", "-c", "SET"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f'{{"key":"{ONE_KEY}","value":"true"}}'
 
 
 def test_sql_error_exits_1_without_traceback_after_earlier_results(
         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["-c", "SET 'a' = '1'; DESCRIBE missing; SET 'b' = '2'"]) == 1
+    assert main(["-c", f"{SET_ONE}; DESCRIBE missing; SET 'engine' = 'spark'"]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "a = 1\n"
+    assert captured.out == ONE_SET + "\n"
     assert captured.err.startswith("Error: ") and "missing" in captured.err
     assert "Traceback" not in captured.err
 
@@ -188,9 +192,9 @@ def test_tpch_command_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_python_dash_m(tmp_path: Path) -> None:
-    ok = subprocess.run([sys.executable, "-m", "flowsql", "-c", "SET 'a' = '1'; SET"],
+    ok = subprocess.run([sys.executable, "-m", "flowsql", "-c", f"{SET_ONE}; SET"],
                         cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "a = 1\n\n" + SETTINGS_TABLE + "\n", "")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, ONE_SET + "\n\n" + SETTINGS_TABLE + "\n", "")
     failed = subprocess.run([sys.executable, "-m", "flowsql", "-c", "DESCRIBE missing"],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert failed.returncode == 1

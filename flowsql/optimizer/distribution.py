@@ -35,6 +35,7 @@ from dataclasses import replace
 
 from flowsql.errors import PlanError
 from flowsql.planner import types as T
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.expressions import AggCall, Call, Cast, ColumnRef, Expr, Literal
 from flowsql.planner.physical import (
     ExchangeExec,
@@ -55,8 +56,6 @@ from flowsql.planner.physical import (
 from flowsql.planner.properties import ANY, SINGLE, Distribution
 from flowsql.planner.schema import Field
 
-DEFAULT_BROADCAST_THRESHOLD_ROWS = 100_000
-
 #: aggregates whose partial results combine with the same (or a summing) aggregate
 _COMBINE = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max",
             "any_value": "any_value", "bool_and": "bool_and", "bool_or": "bool_or"}
@@ -66,22 +65,15 @@ Placed = tuple[PhysicalPlan, Distribution]
 
 def parallelism(settings: dict[str, str]) -> int:
     """The ``parallelism.default`` setting, validated."""
-    value = settings.get("parallelism.default", "1")
-    if not value.strip().isdigit() or int(value) < 1:
-        raise PlanError(f"invalid parallelism.default '{value}' (a positive integer)")
-    return int(value)
+    return SettingValues(settings).integer("parallelism.default")
 
 
 def enforce_distribution(plan: PhysicalPlan, settings: dict[str, str]) -> PhysicalPlan:
     """The plan with exchanges placed for the session's parallelism (see module doc)."""
     if parallelism(settings) <= 1:
         return plan
-    threshold = settings.get("optimizer.broadcast-threshold-rows",
-                             str(DEFAULT_BROADCAST_THRESHOLD_ROWS))
-    if not threshold.strip().isdigit():
-        raise PlanError(f"invalid optimizer.broadcast-threshold-rows '{threshold}' "
-                        "(a row count)")
-    node, delivered = _Pass(int(threshold), parallelism(settings)).visit(plan)
+    threshold = SettingValues(settings).integer("optimizer.broadcast-threshold-rows")
+    node, delivered = _Pass(threshold, parallelism(settings)).visit(plan)
     return node if delivered == SINGLE else _gather(node)[0]
 
 

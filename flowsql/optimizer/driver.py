@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from flowsql.errors import PlanError
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.rules import RULES, Rule
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.logical import LogicalPlan, validate
 from flowsql.planner.schema import Schema
 
@@ -49,7 +50,7 @@ def optimize(plan: LogicalPlan, settings: dict[str, str] | None = None,
 
 def _disabled(settings: dict[str, str], rules: tuple[Rule, ...]) -> set[str]:
     names = {r.__name__ for r in rules}
-    wanted = {n.strip() for n in settings.get(DISABLE_SETTING, "").split(",") if n.strip()}
+    wanted = set(SettingValues(settings).names(DISABLE_SETTING))
     unknown = wanted - names
     if unknown:
         raise PlanError(f"{DISABLE_SETTING}: unknown rule(s) {', '.join(sorted(unknown))}; "

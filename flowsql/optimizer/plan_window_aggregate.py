@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flowsql.errors import PlanError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.expressions import (
     AggCall,
     ColumnRef,
@@ -43,20 +44,13 @@ SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
 
 
 def runtime_mode(settings: dict[str, str]) -> str:
-    mode = settings.get("execution.runtime-mode", "batch").strip().lower()
-    if mode not in ("batch", "streaming"):
-        raise PlanError(f"invalid execution.runtime-mode '{mode}' (batch or streaming)")
-    return mode
+    """``execution.runtime-mode``: ``batch`` or ``streaming``."""
+    return SettingValues(settings).string("execution.runtime-mode")
 
 
 def watermark_interval_ms(settings: dict[str, str]) -> int:
-    """``pipeline.auto-watermark-interval``: milliseconds, optionally written ``200ms``/``1s``."""
-    raw = settings.get("pipeline.auto-watermark-interval", "200").strip().lower()
-    for suffix, factor in (("ms", 1), ("s", 1000), ("", 1)):
-        number = raw[: len(raw) - len(suffix)] if suffix else raw
-        if raw.endswith(suffix) and number.strip().isdigit():
-            return int(number) * factor
-    raise PlanError(f"invalid pipeline.auto-watermark-interval '{raw}' (milliseconds)")
+    """``pipeline.auto-watermark-interval`` in milliseconds (a duration, e.g. ``1 s``)."""
+    return SettingValues(settings).duration_ms("pipeline.auto-watermark-interval")
 
 
 def plan_window_aggregate(node: Aggregate, rows: float, settings: dict[str, str],

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from flowsql.errors import CatalogError
+from flowsql.planner.config.connectors import CONNECTOR_OPTION, FILESYSTEM
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,13 @@ class TableEntry:
 
     @property
     def connector(self) -> str:
-        return self.options.get("connector", "filesystem")
+        """The connector's name (the declared default when the options name none)."""
+        return self.options.get(CONNECTOR_OPTION.key) or str(CONNECTOR_OPTION.default)
 
     @property
     def format(self) -> str:
-        return self.options.get("format", "parquet")
+        """The file format of a filesystem table (the declared default when unset)."""
+        return str(FILESYSTEM.value(self.options, "format"))
 
     @property
     def path(self) -> str | None:

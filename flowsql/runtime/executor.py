@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.runtime.result_table import result_table
-from flowsql.settings import parse_bytes
 
 _T = TypeVar("_T")
 
@@ -40,12 +40,9 @@ class _Job:
 
 
 def _job(settings: dict[str, str]) -> _Job:
-    budget = settings.get("execution.memory-budget")
-    limit = parse_bytes(budget, "execution.memory-budget") if budget else None
-    size = settings.get("execution.batch-size")
-    if size is not None and (not size.strip().isdigit() or int(size) <= 0):
-        raise FlowSQLError(f"invalid execution.batch-size '{size}' (a positive row count)")
-    return _Job(dict(settings), MemoryBudget(limit))
+    values = SettingValues(settings)
+    values.integer("execution.batch-size")  # checked once here, read by every operator
+    return _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")))
 
 
 def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:

@@ -30,9 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import setting
 
 #: default number of key groups, the upper bound on any operator's parallelism
-DEFAULT_MAX_PARALLELISM = 128
+#: key groups when ``max_parallelism`` is not set (its declared default)
+DEFAULT_MAX_PARALLELISM = int(str(setting("max_parallelism").default))
 
 _U64 = np.uint64
 _C1 = _U64(0xFF51AFD7ED558CCD)

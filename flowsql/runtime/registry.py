@@ -10,6 +10,7 @@ from collections.abc import Callable
 from flowsql.errors import ExecutionError
 from flowsql.planner import physical as P
 from flowsql.planner import physical_streaming as S
+from flowsql.runtime.connectors.implementations import scan_operator
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.operators.aggregate.hash_aggregate import HashAggregateOperator
 from flowsql.runtime.operators.filter import FilterOperator
@@ -21,26 +22,11 @@ from flowsql.runtime.operators.project import ProjectOperator
 from flowsql.runtime.operators.rank.order_by_limit import TopNOperator
 from flowsql.runtime.operators.set_op import SetOpOperator
 from flowsql.runtime.operators.sort import SortOperator
-from flowsql.runtime.operators.source.datagen_scan import DatagenScanOperator
-from flowsql.runtime.operators.source.table_scan import ScanOperator
 from flowsql.runtime.operators.source.values import ValuesOperator
 from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.operators.window.window_table_function import WindowTableFunctionOperator
 
 Factory = Callable[[P.PhysicalPlan], Operator]
-
-
-def _scan(node: P.TableScanExec) -> Operator:
-    """A scan reads through its table's connector."""
-    connector = node.table.connector
-    if connector == "datagen":
-        return DatagenScanOperator(node)
-    if connector in ("print", "blackhole"):
-        raise ExecutionError(f"table '{node.table.name}' ({connector} connector) can only be "
-                             "written to (INSERT INTO), not read")
-    if "source.monitor-interval" in node.table.options:
-        return _lazy(f"{_OPS}.source.watched_scan", "WatchedScanOperator")(node)
-    return ScanOperator(node)
 
 
 def _lazy(module: str, name: str) -> Factory:
@@ -59,7 +45,8 @@ def _lazy(module: str, name: str) -> Factory:
 _OPS = "flowsql.runtime.operators"
 
 OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
-    P.TableScanExec: _scan,  # type: ignore[dict-item]
+    # a scan reads through its table's connector
+    P.TableScanExec: scan_operator,  # type: ignore[dict-item]
     P.ValuesExec: ValuesOperator,  # type: ignore[dict-item]
     P.FilterExec: FilterOperator,  # type: ignore[dict-item]
     P.ProjectExec: ProjectOperator,  # type: ignore[dict-item]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from flowsql.planner.config.settings import setting
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import Schema
 
@@ -36,7 +37,8 @@ MAIN = '''if __name__ == "__main__":
     build(spark).show(truncate=False)
 '''
 
-DEFAULT_BROADCAST_ROWS = 1_000_000
+#: ``spark.broadcast-rows`` when it is not set (its declared default)
+DEFAULT_BROADCAST_ROWS = int(str(setting("spark.broadcast-rows").default))
 
 
 def call(target: str, args: list[str] | tuple[str, ...]) -> str:

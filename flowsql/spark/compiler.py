@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowsql.errors import PlanError
+from flowsql.planner.config.connectors import connector_of
 from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import (
     FilterExec,
@@ -72,15 +73,16 @@ def _aliased(text: str, name: str) -> str:
 
 def _table_scan(program: Program, node: TableScanExec) -> str:
     table = node.table
-    if table.connector != "filesystem" or table.path is None:
+    connector = connector_of(table.options)
+    if not connector.formats or table.path is None:
         raise PlanError(f"TableScanExec: the Spark engine reads only filesystem tables with a "
                         f"'path' option (table '{table.name}')")
     path, fmt, options = table.path, table.format, table.options
     if fmt == "parquet":
         reader = f"spark.read.parquet({path!r})"
     elif fmt == "csv":
-        header = options.get("csv.ignore-first-line", "false").strip().lower() == "true"
-        sep = options.get("csv.field-delimiter", ",")
+        header = connector.value(options, "csv.ignore-first-line")
+        sep = connector.value(options, "csv.field-delimiter")
         reader = (f"spark.read.schema({ddl_schema(table.schema)!r})"
                   f".csv({path!r}, sep={sep!r}, header={header})")
     elif fmt == "json":

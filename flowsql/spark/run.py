@@ -11,10 +11,9 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from flowsql.errors import FlowSQLError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
-from flowsql.spark.codegen import DEFAULT_BROADCAST_ROWS
 from flowsql.spark.compiler import compile_plan
 from flowsql.spark.errors import spark_errors
 from flowsql.spark.session import get_spark
@@ -28,7 +27,7 @@ def run_plan(plan: PhysicalPlan, settings: Mapping[str, str] | None = None) -> p
     with Spark's one-line message, for what fails in Spark.
     """
     settings = dict(settings or {})
-    broadcast_rows = _int_setting(settings, "spark.broadcast-rows", DEFAULT_BROADCAST_ROWS)
+    broadcast_rows = SettingValues(settings).integer("spark.broadcast-rows")
     spark = get_spark(settings)
     with spark_errors():
         table = compile_plan(plan, spark, broadcast_rows=broadcast_rows).toArrow()
@@ -41,13 +40,3 @@ def restore_types(table: pa.Table, plan: PhysicalPlan) -> pa.Table:
     columns = [column.cast(field.type) if not column.type.equals(field.type) else column
                for column, field in zip(table.columns, schema)]
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _int_setting(settings: Mapping[str, str], key: str, default: int) -> int:
-    value = settings.get(key)
-    if value is None:
-        return default
-    try:
-        return int(str(value).replace("_", ""))
-    except ValueError:
-        raise FlowSQLError(f"invalid value '{value}' for {key} (expected a row count)") from None

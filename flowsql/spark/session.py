@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import setting
 from flowsql.spark.errors import first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
-DEFAULT_MASTER = "local[*]"
+#: ``spark.master`` when it is not set (its declared default)
+DEFAULT_MASTER = str(setting("spark.master").default)
 # Settings read by flowsql itself, never handed to Spark.
 FLOWSQL_SETTINGS = frozenset({"spark.broadcast-rows"})
 # Quiet, deterministic defaults; any of them can be overridden by a setting of the same key.

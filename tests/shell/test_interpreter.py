@@ -47,25 +47,26 @@ def test_help_lists_meta_commands() -> None:
 
 def test_statements_print_results_with_a_timing_line() -> None:
     interpreter, out, err = make()
-    assert interpreter.handle("SET 'a' = 'b';\nSET;") is True
+    assert interpreter.handle("SET 'table.exec.mini-batch.enabled' = 'true';\nSET;") is True
     assert err.getvalue() == ""
     text = out.getvalue()
     others = len(DEFAULT_SETTINGS)
     assert re.fullmatch(
-        r"a = b\n\(\d+\.\d\d s\)\n\n"
+        r"table\.exec\.mini-batch\.enabled = true\n\(\d+\.\d\d s\)\n\n"
         r"key +\| value\n-+\+-+\n"
-        rf"a +\| b\n(.+\n){{{others}}}"
+        rf"(.+\n){{{others}}}table\.exec\.mini-batch\.enabled +\| true\n"
         rf"{others + 1} rows in \d+\.\d\d s\n\n", text), text
 
 
 def test_error_is_reported_without_traceback_and_later_statements_do_not_run() -> None:
     interpreter, out, err = make()
-    assert interpreter.handle("SET 'a' = 'b'; DESCRIBE nope; SET 'c' = 'd';") is True
+    assert interpreter.handle("SET 'table.exec.mini-batch.enabled' = 'true'; DESCRIBE nope; "
+                              "SET 'spark.broadcast-rows' = '5';") is True
     assert err.getvalue().startswith("Error: ")
     assert "Traceback" not in err.getvalue()
-    assert "a = b" in out.getvalue()
-    assert "c = d" not in out.getvalue()
-    assert "c" not in interpreter.session.settings
+    assert "table.exec.mini-batch.enabled = true" in out.getvalue()
+    assert "spark.broadcast-rows = 5" not in out.getvalue()
+    assert "spark.broadcast-rows" not in interpreter.session.settings
 
 
 def test_unknown_meta_command_and_missing_table_keep_the_repl_going() -> None:

@@ -27,17 +27,18 @@ def drive(keys: str, monkeypatch: pytest.MonkeyPatch, history: Path) -> tuple[in
 def test_statement_over_two_lines_runs_and_backslash_q_quits(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     history = tmp_path / "history"
-    keys = f"SET 'color'{ENTER}= 'blue';{ENTER}\\q{ENTER}SET 'never' = 'run';{ENTER}"
+    keys = (f"SET 'execution.runtime-mode'{ENTER}= 'streaming';{ENTER}\\q{ENTER}"
+            f"SET 'spark.broadcast-rows' = '5';{ENTER}")
     status, out, err = drive(keys, monkeypatch, history)
     assert status == 0
     assert err == ""
     lines = out.splitlines()
     assert lines[0].startswith("flowsql ")
-    assert lines[2] == "color = blue"
-    assert "never" not in out
+    assert lines[2] == "execution.runtime-mode = streaming"
+    assert "spark.broadcast-rows" not in out
     # The two lines were one submission, stored as one history entry.
     entries = [line for line in history.read_text().splitlines() if line.startswith("+")]
-    assert entries == ["+SET 'color'", "+= 'blue';", "+\\q"]
+    assert entries == ["+SET 'execution.runtime-mode'", "+= 'streaming';", "+\\q"]
 
 
 def test_query_typed_over_two_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -49,11 +50,11 @@ def test_query_typed_over_two_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 def test_errors_do_not_end_the_session_and_ctrl_d_quits(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    keys = f"\\d missing{ENTER}SET 'a' = 'b';{ENTER}\x04"
+    keys = f"\\d missing{ENTER}SET 'execution.runtime-mode' = 'streaming';{ENTER}\x04"
     status, out, err = drive(keys, monkeypatch, tmp_path / "history")
     assert status == 0
     assert err.startswith("Error: ") and "missing" in err
-    assert "a = b" in out
+    assert "execution.runtime-mode = streaming" in out
 
 
 def test_history_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

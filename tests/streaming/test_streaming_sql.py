@@ -46,7 +46,7 @@ def session(tmp_path: Path) -> flowsql.Session:
                   WITH ('connector' = 'filesystem', 'path' = '{path}')""")
     s.sql("""CREATE TABLE gen (id BIGINT, k INT) WITH ('connector' = 'datagen',
                'rows-per-second' = '0', 'fields.k.min' = '1', 'fields.k.max' = '3',
-               'fields.k.seed' = '7')""")
+               'seed' = '7')""")
     return s
 
 

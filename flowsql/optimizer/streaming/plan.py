@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 
 from flowsql.errors import PlanError
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
+from flowsql.planner.config.connectors import CONNECTORS, connector_of
 from flowsql.planner.expressions import (
     AggCall,
     Call,
@@ -113,14 +114,9 @@ def to_streaming(plan: PhysicalPlan, settings: dict[str, str]
     return _Planner(settings).convert(plan)
 
 def is_bounded_table(options: dict[str, str], total_rows: int | None) -> bool:
-    """Whether a table's source ends: a watched directory or a datagen table without a row
-    limit does not."""
-    connector = options.get("connector", "filesystem")
-    if connector == "filesystem":
-        return "source.monitor-interval" not in options
-    if connector == "datagen":
-        return total_rows is not None
-    return True
+    """Whether a table's source ends, as its connector declares: a watched directory or a
+    datagen table without a row limit does not."""
+    return connector_of(options).is_bounded(options, total_rows)
 
 
 class _Planner:
@@ -142,7 +138,7 @@ class _Planner:
     # -- leaves ---------------------------------------------------------------------------
     def scan(self, node: TableScanExec) -> tuple[PhysicalPlan, StreamInfo]:
         table = node.table
-        if table.connector in ("print", "blackhole"):
+        if not connector_of(table.options).source:
             raise PlanError(f"table '{table.name}' ({table.connector} connector) can only be "
                             "written to (INSERT INTO), not read")
         bounded = is_bounded_table(table.options, table.statistics.row_count)
@@ -442,11 +438,13 @@ class _Planner:
 
     def sink(self, node: SinkExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
-        if node.table.connector == "filesystem" and info.mode == UPDATING:
-            raise PlanError(f"table '{node.table.name}' (filesystem sink) accepts only "
+        connector = connector_of(node.table.options)
+        if not connector.sink_accepts_updates and info.mode == UPDATING:
+            updating = [c.name for c in CONNECTORS.values() if c.sink and c.sink_accepts_updates]
+            raise PlanError(f"table '{node.table.name}' ({connector.name} sink) accepts only "
                             f"insert-only results, but the query is updating (because of "
-                            f"{info.updated_by}); write to a print or blackhole table, or "
-                            "use a windowed aggregate")
+                            f"{info.updated_by}); write to a {' or '.join(updating)} table, "
+                            "or use a windowed aggregate")
         return replace(node, input=child), info
 
 

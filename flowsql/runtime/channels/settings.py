@@ -12,56 +12,27 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flowsql.errors import FlowSQLError
-from flowsql.settings import parse_bytes
+from flowsql.planner.config.settings import SettingValues
+
+#: the declared defaults
+_DEFAULTS = SettingValues({})
 
 
 @dataclass(frozen=True)
 class ChannelSettings:
-    buffer_timeout_ms: int = 100
-    buffer_bytes: int = 1 << 20
-    buffer_rows: int = 65536
-    credits: int = 4
+    buffer_timeout_ms: int = _DEFAULTS.duration_ms("execution.buffer-timeout")
+    buffer_bytes: int = _DEFAULTS.memory_size("execution.buffer-size")
+    buffer_rows: int = _DEFAULTS.integer("execution.buffer-rows")
+    credits: int = _DEFAULTS.integer("execution.channel-credits")
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> ChannelSettings:
-        default = cls()
-        return cls(
-            buffer_timeout_ms=_parse_millis(settings.get("execution.buffer-timeout"),
-                                            default.buffer_timeout_ms),
-            buffer_bytes=_positive(parse_bytes(settings["execution.buffer-size"],
-                                               "execution.buffer-size"), "execution.buffer-size")
-            if "execution.buffer-size" in settings else default.buffer_bytes,
-            buffer_rows=_positive_int(settings.get("execution.buffer-rows"), "execution.buffer-rows",
-                                      default.buffer_rows),
-            credits=_positive_int(settings.get("execution.channel-credits"),
-                                  "execution.channel-credits", default.credits))
-
-
-def _parse_millis(value: str | None, default: int) -> int:
-    if value is None:
-        return default
-    match = re.fullmatch(r"\s*(-1|\d+)\s*(ms|s)?\s*", value)
-    if not match:
-        raise FlowSQLError(f"invalid execution.buffer-timeout '{value}' (milliseconds, e.g. "
-                           "100, 0 to send every batch at once, -1 to send only full buffers)")
-    millis = int(match.group(1))
-    return millis * 1000 if match.group(2) == "s" and millis > 0 else millis
-
-
-def _positive_int(value: str | None, key: str, default: int) -> int:
-    if value is None:
-        return default
-    if not value.strip().isdigit():
-        raise FlowSQLError(f"invalid {key} '{value}' (a positive integer)")
-    return _positive(int(value), key)
-
-
-def _positive(value: int, key: str) -> int:
-    if value < 1:
-        raise FlowSQLError(f"{key} must be at least 1, got {value}")
-    return value
+        """The channel knobs of ``settings`` (a ConfigError names an invalid one)."""
+        values = SettingValues(settings)
+        return cls(buffer_timeout_ms=values.duration_ms("execution.buffer-timeout"),
+                   buffer_bytes=values.memory_size("execution.buffer-size"),
+                   buffer_rows=values.integer("execution.buffer-rows"),
+                   credits=values.integer("execution.channel-credits"))

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from flowsql.errors import CatalogError
+from flowsql.errors import CatalogError, ConfigError
+from flowsql.planner.config.connectors import DATAGEN
 from flowsql.runtime.channels.settings import ChannelSettings
 from flowsql.runtime.kernels.batches import batch_size
 from flowsql.runtime.operators.contract import Source
@@ -42,13 +44,14 @@ class DatagenTable:
     def __init__(self, schema: pa.Schema, options: dict[str, str]) -> None:
         self.schema = schema
         self.options = options
-        self.seed = np.uint64(_integer(options, "seed", 0) % 2**64)
-        self.rows_per_second = _integer(options, "rows-per-second", 10000)
+        self.seed = np.uint64(_option(options, "seed") % 2**64)
+        self.rows_per_second: int = _option(options, "rows-per-second")
         known = {f"fields.{f.name}." for f in schema}
         for key in options:
             if key.startswith("fields.") and not any(key.startswith(p) for p in known):
                 raise CatalogError(f"datagen option '{key}' names no column of the table")
-        limits = [_integer(options, "number-of-rows", -1)]
+        rows = _option(options, "number-of-rows")
+        limits = [-1 if rows is None else rows]
         for field in schema:
             if self._kind(field.name) == "sequence":
                 start, end = self._sequence(field.name)
@@ -64,18 +67,14 @@ class DatagenTable:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
     def _kind(self, name: str) -> str:
-        kind = self.options.get(f"fields.{name}.kind", "random")
-        if kind not in ("sequence", "random"):
-            raise CatalogError(f"datagen: fields.{name}.kind must be 'sequence' or 'random', "
-                               f"got '{kind}'")
-        return kind
+        return str(_column_option(self.options, name, "kind"))
 
     def _sequence(self, name: str) -> tuple[int, int]:
         if f"fields.{name}.start" not in self.options or f"fields.{name}.end" not in self.options:
             raise CatalogError(f"datagen: sequence field '{name}' needs fields.{name}.start "
                                f"and fields.{name}.end")
-        start = _integer(self.options, f"fields.{name}.start", 0)
-        end = _integer(self.options, f"fields.{name}.end", 0)
+        start: int = _column_option(self.options, name, "start")
+        end: int = _column_option(self.options, name, "end")
         if end < start:
             raise CatalogError(f"datagen: sequence '{name}' ends ({end}) before it starts "
                                f"({start})")
@@ -91,14 +90,15 @@ class DatagenTable:
             return _from_int64(values, t, field.name)
         salt = np.uint64(hash_array(pa.array([field.name]))[0]) ^ self.seed
         if pa.types.is_string(t) or pa.types.is_large_string(t):
-            length = _integer(self.options, f"fields.{field.name}.length", 100)
+            length: int = _column_option(self.options, field.name, "length")
             return _random_strings(salt, index, length).cast(t)
         bits = _bits(salt, index)
         if pa.types.is_boolean(t):
             return pa.array((bits & np.uint64(1)).astype(bool))
         if pa.types.is_floating(t):
-            low = float(self.options.get(f"fields.{field.name}.min", 0.0))
-            high = float(self.options.get(f"fields.{field.name}.max", 1.0))
+            low = _column_option(self.options, field.name, "min")
+            high = _column_option(self.options, field.name, "max")
+            low, high = 0.0 if low is None else low, 1.0 if high is None else high
             unit = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
             return pa.array(low + unit * (high - low)).cast(t)
         low_default, high_default = _integer_range(t, field.name)
@@ -166,7 +166,24 @@ class DatagenSource(Source):
         self.position = max(positions) if positions else 0
 
 
+def _option(options: dict[str, str], key: str) -> Any:
+    """The typed value of a declared datagen option (else its default)."""
+    try:
+        return DATAGEN.value(options, key)
+    except ConfigError as error:
+        raise CatalogError(f"datagen: {error}") from None
+
+
+def _column_option(options: dict[str, str], column: str, name: str) -> Any:
+    """The typed value of ``fields.<column>.<name>`` (else its default)."""
+    try:
+        return DATAGEN.column_value(options, column, name)
+    except ConfigError as error:
+        raise CatalogError(f"datagen: {error}") from None
+
+
 def _integer(options: dict[str, str], key: str, default: int) -> int:
+    """An integer bound of an integer column, exact (beyond float precision)."""
     raw = options.get(key)
     if raw is None:
         return default

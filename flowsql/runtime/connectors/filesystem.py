@@ -46,14 +46,14 @@ import pyarrow.dataset as ds
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
-from flowsql.errors import CatalogError, DataError, ExecutionError
+from flowsql.errors import CatalogError, ConfigError, DataError, ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, TableStatistics
+from flowsql.planner.config.connectors import FILESYSTEM
 from flowsql.planner.expressions import Expr
 from flowsql.runtime.connectors.pushdown import to_dataset_filter
 from flowsql.runtime.expressions.casts import converter
 
-FORMATS = ("parquet", "csv", "json")
 #: metrics key: records skipped because of ``*.ignore-parse-errors``
 PARSE_ERRORS_IGNORED = "parse_errors_ignored"
 
@@ -79,10 +79,7 @@ def data_files(path: str) -> list[str]:
 
 
 def _format(options: dict[str, str]) -> str:
-    fmt = options.get("format", "parquet").lower()
-    if fmt not in FORMATS:
-        raise CatalogError(f"unsupported format '{fmt}' (supported: {', '.join(FORMATS)})")
-    return fmt
+    return str(FILESYSTEM.value(options, "format"))
 
 
 def normalized_schema(schema: pa.Schema) -> pa.Schema:
@@ -195,14 +192,15 @@ def scan_files(table: TableEntry, files: list[str], columns: list[str], filters:
 def ignores_parse_errors(options: dict[str, str]) -> bool:
     """Whether bad CSV/JSON records are skipped (Flink's ``<format>.ignore-parse-errors``;
     ``format.ignore-parse-errors`` is accepted for every format)."""
-    fmt = options.get("format", "parquet").lower()
-    for key in (f"{fmt}.ignore-parse-errors", "format.ignore-parse-errors"):
+    own = f"{_format(options)}.ignore-parse-errors"
+    for key in (own, "format.ignore-parse-errors"):
         if key in options:
-            value = options[key].strip().lower()
-            if value not in ("true", "false"):
-                raise CatalogError(f"option '{key}' must be 'true' or 'false', got "
-                                   f"'{options[key]}'")
-            return value == "true"
+            try:
+                return bool(FILESYSTEM.value(options, key))
+            except KeyError:  # a format without such an option (parquet)
+                break
+            except ConfigError as error:
+                raise CatalogError(str(error)) from None
     return False
 
 
@@ -268,13 +266,9 @@ def _scan_parquet(files: list[str], schema: pa.Schema, columns: list[str],
 
 def _csv_options(table: TableEntry) -> tuple[str, bool, str | None]:
     options = table.options
-    delimiter = options.get("csv.field-delimiter", ",")
-    if delimiter == "\\t":
-        delimiter = "\t"
-    if len(delimiter) != 1:
-        raise CatalogError(f"csv.field-delimiter must be one character, got '{delimiter}'")
-    header = options.get("csv.ignore-first-line", "false").lower() == "true"
-    return delimiter, header, options.get("csv.null-literal")
+    return (FILESYSTEM.value(options, "csv.field-delimiter"),
+            FILESYSTEM.value(options, "csv.ignore-first-line"),
+            FILESYSTEM.value(options, "csv.null-literal"))
 
 
 def _parse_type(t: pa.DataType) -> pa.DataType:

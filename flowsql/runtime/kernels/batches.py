@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.schema import Schema
 
 
@@ -95,12 +96,9 @@ def batch_nbytes(batch: pa.RecordBatch | pa.Table) -> int:
     return int(batch.nbytes)
 
 
-DEFAULT_BATCH_SIZE = 65536
-
-
 def batch_size(settings: dict[str, str]) -> int:
     """Rows per emitted batch (``execution.batch-size``)."""
-    return int(settings.get("execution.batch-size", DEFAULT_BATCH_SIZE))
+    return SettingValues(settings).integer("execution.batch-size")
 
 
 def positional(columns: Sequence[pa.Array | pa.ChunkedArray], num_rows: int) -> pa.Table:

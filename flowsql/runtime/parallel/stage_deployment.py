@@ -7,10 +7,10 @@ Used for bounded jobs (``TASK_KIND``, the stage task) and streaming jobs
 
 from __future__ import annotations
 
+from flowsql.planner.config.settings import SettingValues
 from flowsql.runtime.cluster import EdgeSpec, MiniCluster, TaskSpec
 from flowsql.runtime.jobgraph import JobGraph, StageInput
 from flowsql.runtime.parallel.plan_codec import dumps
-from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 TASK_KIND = "flowsql.runtime.parallel.stage_task:run_stage"
 STREAMING_TASK_KIND = "flowsql.runtime.parallel.streaming_stage:run_streaming_stage"
@@ -31,7 +31,7 @@ def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
     not deployed: the subtasks feeding it send straight to the coordinator, one channel
     each (``<channel>-<subtask>``), which spares every result row a hop."""
     workers = len(cluster.workers)
-    max_parallelism = int(settings.get("max_parallelism", DEFAULT_MAX_PARALLELISM))
+    max_parallelism = SettingValues(settings).integer("max_parallelism")
     skipped = _forwarding_root(graph)
     tasks: list[TaskSpec] = []
     channels: list[str] = []

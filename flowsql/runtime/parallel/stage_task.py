@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan, TableScanExec
 from flowsql.runtime.channels import (
     BufferedWriter,
@@ -42,7 +43,6 @@ from flowsql.runtime.parallel.plan_codec import loads
 from flowsql.runtime.parallel.split_scan import SplitScanOperator
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
-from flowsql.settings import parse_bytes
 
 _T = TypeVar("_T")
 
@@ -55,9 +55,8 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     parallelism = int(config["parallelism"])
     sink = StageOutput(context, plan)
     try:
-        budget = settings.get("execution.memory-budget")
-        pipeline = _Pipeline(context, settings, parallelism,
-                             MemoryBudget(parse_bytes(budget) if budget else None))
+        budget = SettingValues(settings).memory_size("execution.memory-budget")
+        pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget))
         rows = 0
         for batch in pipeline.run(plan):
             sink.write(batch)

@@ -5,9 +5,10 @@ streaming plan in one process, so operators behave identically at any parallelis
 differs is at the stage's edges:
 
 * leaves: a ``StageInput`` is an :class:`EdgeInput` (batches and the minimum watermark of
-  the edge's sending subtasks, read through one shared :class:`GateReader`); a filesystem
-  scan reads this subtask's share of the files (:class:`SplitScanOperator`); datagen and a
-  watched directory split themselves by subtask index;
+  the edge's sending subtasks, read through one shared :class:`GateReader`); a scan whose
+  connector splits its tables reads this subtask's share (a bounded filesystem table:
+  ``SplitScanOperator``, see ``flowsql.runtime.connectors.implementations``); datagen and
+  a watched directory split themselves by subtask index;
 * the root: batches go to the outgoing edge's partitioner (or to the coordinator from the
   root stage), and each watermark leaving the root goes to every receiver after the
   batches before it -- that is what lets a downstream window fire at the same records as
@@ -31,11 +32,11 @@ import pyarrow as pa
 
 from flowsql.planner.physical import PhysicalPlan, TableScanExec
 from flowsql.runtime.cluster.tasks import TaskContext
+from flowsql.runtime.connectors.implementations import split_scan_operator
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.parallel.plan_codec import loads
-from flowsql.runtime.parallel.split_scan import SplitScanOperator
 from flowsql.runtime.parallel.stage_task import StageOutput, input_channels
 from flowsql.runtime.parallel.stream_inputs import EdgeInput, GateReader
 from flowsql.runtime.registry import create_operator
@@ -56,9 +57,10 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
     def operator(node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
             return EdgeInput(reader, node.edge, len(channels[node.edge]))
-        if (isinstance(node, TableScanExec) and node.table.connector == "filesystem"
-                and "source.monitor-interval" not in node.table.options):
-            return SplitScanOperator(node)
+        if isinstance(node, TableScanExec):
+            split = split_scan_operator(node)
+            if split is not None:
+                return split
         return create_operator(node)
 
     output = StageOutput(context, plan)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_range
 from flowsql.runtime.state.keyed_table import KeyedTableState
@@ -40,8 +41,8 @@ class StateStore:
     def for_context(cls, context: OperatorContext) -> StateStore:
         """The store of the subtask ``context`` describes, with the job's
         ``max_parallelism`` (the number of key groups)."""
-        setting = context.settings.get("max_parallelism", str(DEFAULT_MAX_PARALLELISM))
-        return cls(context.subtask_index, context.parallelism, int(setting))
+        max_parallelism = SettingValues(context.settings).integer("max_parallelism")
+        return cls(context.subtask_index, context.parallelism, max_parallelism)
 
     def keyed_table(self, name: str, schema: pa.Schema) -> KeyedTableState:
         self._check_new(name, self._keyed)

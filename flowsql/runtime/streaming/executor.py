@@ -43,7 +43,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.errors import FlowSQLError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.events import MAX_WATERMARK, Watermark
 from flowsql.runtime.executor import _guarded, _job
@@ -285,9 +286,5 @@ def _listed(hook: Any) -> list[Any]:
 
 
 def idle_timeout_ms(settings: dict[str, str]) -> int | None:
-    raw = settings.get("table.exec.source.idle-timeout", "0").strip().lower()
-    for suffix, factor in (("ms", 1), ("min", 60000), ("s", 1000), ("", 1)):
-        number = raw[: len(raw) - len(suffix)] if suffix else raw
-        if raw.endswith(suffix) and number.strip().isdigit():
-            return int(number) * factor or None
-    raise ExecutionError(f"invalid table.exec.source.idle-timeout '{raw}' (e.g. '5 s')")
+    """``table.exec.source.idle-timeout`` in milliseconds; None when it is 0 (off)."""
+    return SettingValues(settings).duration_ms("table.exec.source.idle-timeout") or None

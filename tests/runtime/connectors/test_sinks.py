@@ -15,12 +15,12 @@ import pytest
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.catalog import TableEntry
+from flowsql.planner.config.units import parse_memory_size
 from flowsql.planner.physical import ValuesExec
 from flowsql.planner.physical_streaming import SinkExec
 from flowsql.planner.schema import Field
 from flowsql.runtime.changelog import with_row_kinds
 from flowsql.runtime.connectors.filesystem import data_files, scan
-from flowsql.runtime.connectors.sinks.filesystem import parse_memory_size
 from flowsql.runtime.connectors.sinks.print_sink import java_float
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.sink.connector_sink import RECORDS_WRITTEN, SinkOperator

@@ -11,13 +11,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from flowsql.errors import CatalogError
+from flowsql.errors import ConfigError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
+from flowsql.planner.config.units import parse_duration_ms
 from flowsql.planner.expressions import Call, Literal
 from flowsql.planner.physical import TableScanExec
 from flowsql.planner.schema import Field
-from flowsql.runtime.connectors.watch import parse_duration
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.source.watched_scan import WatchedScanOperator
 
@@ -66,10 +66,11 @@ def _write(path: Path, rows: list[tuple[int, str]]) -> None:
 
 
 def test_durations() -> None:
-    assert [parse_duration(t) for t in ["1 s", "500 ms", "1 min", "2h", "250", "3 seconds"]] \
+    assert [parse_duration_ms(t) / 1000
+            for t in ["1 s", "500 ms", "1 min", "2h", "250", "3 seconds"]] \
         == [1.0, 0.5, 60.0, 7200.0, 0.25, 3.0]
-    with pytest.raises(CatalogError, match="invalid duration"):
-        parse_duration("1 fortnight")
+    with pytest.raises(ConfigError, match="invalid duration"):
+        parse_duration_ms("1 fortnight")
 
 
 def test_new_files_are_read_once_in_name_order(tmp_path: Path) -> None:

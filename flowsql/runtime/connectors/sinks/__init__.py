@@ -38,21 +38,13 @@ class TableSink:
         return None
 
 
-#: connectors that can be written to
-SINK_CONNECTORS = ("print", "blackhole", "filesystem")
-
-
 def open_sink(table: TableEntry, context: OperatorContext) -> TableSink:
     """The sink of ``table``'s connector, ready for ``write``."""
-    connector = table.connector.lower()
-    if connector == "print":
-        from flowsql.runtime.connectors.sinks.print_sink import PrintSink
-        return PrintSink(table, context)
-    if connector == "blackhole":
-        from flowsql.runtime.connectors.sinks.blackhole import BlackholeSink
-        return BlackholeSink()
-    if connector == "filesystem":
-        from flowsql.runtime.connectors.sinks.filesystem import FileSink
-        return FileSink(table, context)
-    raise CatalogError(f"connector '{table.connector}' of table '{table.name}' cannot be "
-                       f"written to (sinks: {', '.join(SINK_CONNECTORS)})")
+    from flowsql.runtime.connectors.implementations import IMPLEMENTATIONS, implementation
+
+    sink = implementation(table).sink
+    if sink is None:
+        writable = [name for name, impl in IMPLEMENTATIONS.items() if impl.sink is not None]
+        raise CatalogError(f"connector '{table.connector}' of table '{table.name}' cannot be "
+                           f"written to (sinks: {', '.join(writable)})")
+    return sink(table, context)

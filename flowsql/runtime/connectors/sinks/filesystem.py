@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import uuid
 from pathlib import Path
 
@@ -45,30 +44,15 @@ import pyarrow.parquet as pq
 from flowsql.errors import CatalogError, ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
+from flowsql.planner.config.connectors import FILESYSTEM
 from flowsql.runtime.changelog import INSERT
-from flowsql.runtime.connectors.filesystem import FORMATS, normalized_schema
+from flowsql.runtime.connectors.filesystem import normalized_schema
 from flowsql.runtime.connectors.sinks import TableSink
 from flowsql.runtime.operator import OperatorContext
 
 ROLLING_SIZE = "sink.rolling-policy.file-size"
-DEFAULT_ROLLING_SIZE = "128mb"
-_UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-          "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-          "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 #: rows per written slice: bounds how far a file can overshoot the rolling size
 _SLICE_BYTES = 1 << 20
-
-
-def parse_memory_size(text: str) -> int:
-    """Flink's MemorySize syntax: a number and an optional unit (b, kb, mb, gb, tb; powers
-    of 1024, case-insensitive, spaces allowed)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    if not match or match.group(2).lower() not in _UNITS:
-        raise CatalogError(f"invalid memory size '{text}' (expected e.g. '128mb', '1 kb')")
-    size = int(match.group(1)) * _UNITS[match.group(2).lower()]
-    if size <= 0:
-        raise CatalogError(f"memory size must be positive, got '{text}'")
-    return size
 
 
 class FileSink(TableSink):
@@ -76,14 +60,11 @@ class FileSink(TableSink):
         path = table.options.get("path")
         if not path:
             raise CatalogError(f"filesystem table '{table.name}' needs a 'path' option")
-        self.format = table.options.get("format", "parquet").lower()
-        if self.format not in FORMATS:
-            raise CatalogError(f"unsupported format '{self.format}' "
-                               f"(supported: {', '.join(FORMATS)})")
+        self.format = str(FILESYSTEM.value(table.options, "format"))
         self.table = table
         self.directory = Path(path)
         self.schema = normalized_schema(table.schema)
-        self.max_bytes = parse_memory_size(table.options.get(ROLLING_SIZE, DEFAULT_ROLLING_SIZE))
+        self.max_bytes: int = FILESYSTEM.value(table.options, ROLLING_SIZE)
         self.prefix = f"part-{uuid.uuid4()}"
         self.count = 0
         self._file: _PartFile | None = None
@@ -160,11 +141,9 @@ class _PartFile:
 
 
 def _csv_write_options(options: dict[str, str]) -> pcsv.WriteOptions:
-    delimiter = options.get("csv.field-delimiter", ",")
-    if delimiter == "\\t":
-        delimiter = "\t"
-    header = options.get("csv.ignore-first-line", "false").lower() == "true"
-    null_literal = options.get("csv.null-literal")
+    delimiter = FILESYSTEM.value(options, "csv.field-delimiter")
+    header = FILESYSTEM.value(options, "csv.ignore-first-line")
+    null_literal = FILESYSTEM.value(options, "csv.null-literal")
     if null_literal is None:
         return pcsv.WriteOptions(include_header=header, delimiter=delimiter)
     return pcsv.WriteOptions(include_header=header, delimiter=delimiter,

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
+from flowsql.planner.config.connectors import PRINT
 from flowsql.runtime.changelog import LABELS
 from flowsql.runtime.connectors.sinks import TableSink
 from flowsql.runtime.operator import OperatorContext
@@ -50,9 +51,9 @@ _LABELS = np.array(LABELS, dtype=object)
 
 class PrintSink(TableSink):
     def __init__(self, table: TableEntry, context: OperatorContext) -> None:
-        self.prefix = line_prefix(table.options.get("print-identifier"),
+        self.prefix = line_prefix(PRINT.value(table.options, "print-identifier"),
                                   context.subtask_index, context.parallelism)
-        self.to_stderr = table.options.get("standard-error", "false").lower() == "true"
+        self.to_stderr: bool = PRINT.value(table.options, "standard-error")
 
     def write(self, batch: pa.RecordBatch, kinds: np.ndarray | None) -> None:
         if not batch.num_rows:

@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical_streaming import GroupAggregateExec
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.changelog import (
@@ -191,9 +192,9 @@ class GroupAggregateOperator(Operator):
         self._arg_fns: list[Callable[[pa.RecordBatch], pa.Array] | None] = [
             compile_expr(call.args[0], schema) if call.args else None
             for call in self.node.aggs]
-        self._mini_batch = context.settings.get(MINI_BATCH, "false").strip().lower() == "true"
+        self._mini_batch = SettingValues(context.settings).boolean(MINI_BATCH)
         self._batch_size = batch_size(context.settings)
-        self._max_parallelism = int(context.settings.get("max_parallelism", "128"))
+        self._max_parallelism = SettingValues(context.settings).integer("max_parallelism")
         self._store = StateStore(context.subtask_index, context.parallelism,
                                  self._max_parallelism)
         self._groups = self._store.keyed_table("groups", self._group_schema)

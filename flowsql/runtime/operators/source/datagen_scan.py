@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import TableScanExec
 from flowsql.runtime.connectors.datagen import DatagenSource, DatagenTable
@@ -31,7 +32,7 @@ class DatagenScanOperator(Source):
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
-        mode = context.settings.get("execution.runtime-mode", "batch").strip().lower()
+        mode = SettingValues(context.settings).string("execution.runtime-mode")
         if self._source.table.total_rows is None and mode != "streaming":
             raise ExecutionError(f"datagen table '{self.node.table.name}' is unbounded; set "
                                  "'number-of-rows' (or sequence fields) to query it in batch "

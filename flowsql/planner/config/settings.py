@@ -1,0 +1,180 @@
+"""Every session setting, declared once: key, kind, default, allowed values, aliases, text.
+
+``Session.set`` / ``SET`` / ``flowsql.connect(**kwargs)`` resolve a key here
+(:func:`validate_setting`): an alias becomes its canonical key, an unknown key is a
+ConfigError with the closest declared key, and the value is parsed at once, so a bad value
+fails the ``SET``, not the first query. Code that reads a setting asks
+:class:`SettingValues` for a typed value; the default lives only here. Keys under a
+:class:`PrefixFamily` (``spark.*``) are not declared one by one: they pass through to the
+system that owns them.
+
+The configuration page ``docs/configuration.md`` is generated from these declarations
+(``flowsql.planner.config.reference``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flowsql.errors import ConfigError
+from flowsql.planner.config.suggest import did_you_mean
+from flowsql.planner.config.values import (
+    BOOLEAN,
+    DURATION,
+    INTEGER,
+    MEMORY_SIZE,
+    NAMES,
+    STRING,
+    Option,
+    ValueKind,
+)
+
+#: the largest number of key groups the partitioning supports
+MAX_KEY_GROUPS = 2**15
+
+SETTINGS: tuple[Option, ...] = (
+    Option("engine", STRING, "local",
+           "Where queries run: the local dataflow runtime or PySpark (bounded queries only).",
+           aliases=("execution.engine",), allowed=("local", "spark")),
+    Option("execution.runtime-mode", STRING, "batch",
+           "Whether queries run as bounded batch jobs or as streams producing a changelog.",
+           allowed=("batch", "streaming")),
+    Option("execution.memory-budget", MEMORY_SIZE, "8gb",
+           "Memory a blocking operator (sort, hash-join build, final aggregate) may hold "
+           "before it spills or fails.",
+           aliases=("memory_budget",), minimum=1),
+    Option("execution.batch-size", INTEGER, "65536",
+           "Most rows in one record batch produced by a source or operator.",
+           aliases=("batch_size",), minimum=1),
+    Option("parallelism.default", INTEGER, "1",
+           "Subtasks per operator; above 1 queries run on worker processes with exchanges.",
+           aliases=("parallelism",), minimum=1),
+    Option("max_parallelism", INTEGER, "128",
+           "Number of key groups keyed state is split into: the most subtasks a keyed "
+           "operator can be rescaled to.",
+           aliases=("pipeline.max-parallelism",), minimum=1, maximum=MAX_KEY_GROUPS),
+    Option("optimizer.broadcast-threshold-rows", INTEGER, "100000",
+           "Largest estimated build side (rows) a parallel hash join broadcasts instead of "
+           "hash-partitioning both sides.", minimum=0),
+    Option("optimizer.disable-rules", NAMES, "",
+           "Comma-separated names of logical rewrite rules to skip."),
+    Option("execution.buffer-timeout", DURATION, "100",
+           "Longest a partial output buffer waits before it is sent: 0 sends every batch at "
+           "once (lowest latency), -1 sends only full buffers.",
+           aliases=("execution.buffer-timeout.interval",), minimum=-1),
+    Option("execution.buffer-size", MEMORY_SIZE, "1mb",
+           "Bytes after which an output buffer is sent.", minimum=1),
+    Option("execution.buffer-rows", INTEGER, "65536",
+           "Rows after which an output buffer is sent.", minimum=1),
+    Option("execution.channel-credits", INTEGER, "4",
+           "Buffers a receiving channel holds; with the buffer size it bounds the memory of "
+           "every channel.", minimum=1),
+    Option("pipeline.auto-watermark-interval", DURATION, "200",
+           "How often a source emits a watermark (0: with every batch).", minimum=0),
+    Option("table.exec.source.idle-timeout", DURATION, "0",
+           "A source input without records for this long is left out of the watermark "
+           "minimum until it sends again (0: never idle).", minimum=0),
+    Option("table.exec.mini-batch.enabled", BOOLEAN, "false",
+           "Whether a streaming group aggregate buffers a batch's updates per key and emits "
+           "one change per key instead of one per row."),
+    Option("spark.master", STRING, "local[*]",
+           "The Spark master URL of the spark engine (a cluster URL sends queries there)."),
+    Option("spark.broadcast-rows", INTEGER, "1000000",
+           "Largest estimated build side (rows) the spark engine gives a broadcast hint.",
+           minimum=0),
+)
+
+
+@dataclass(frozen=True)
+class PrefixFamily:
+    """Keys starting with ``prefix`` that are not declared one by one: accepted as they
+    are (any value) and passed on to the system named in ``description``."""
+
+    prefix: str
+    description: str
+
+
+PREFIX_FAMILIES: tuple[PrefixFamily, ...] = (
+    PrefixFamily("spark.", "Passed to the SparkSession of the spark engine as Spark "
+                           "configuration (e.g. spark.sql.shuffle.partitions)."),
+)
+
+_BY_NAME: dict[str, Option] = {name: option for option in SETTINGS
+                               for name in (option.key, *option.aliases)}
+
+
+def find_setting(key: str) -> Option | None:
+    """The declaration of ``key`` (canonical or alias), or None."""
+    return _BY_NAME.get(key)
+
+
+def setting(key: str) -> Option:
+    """The declaration of a key the code reads; a KeyError is a programming error."""
+    return _BY_NAME[key]
+
+
+def resolve_setting(key: str) -> str:
+    """The canonical key of ``key`` (itself for a prefix family); ConfigError with the
+    closest declared key when it is unknown."""
+    option = _BY_NAME.get(key)
+    if option is not None:
+        return option.key
+    if any(key.startswith(family.prefix) for family in PREFIX_FAMILIES):
+        return key
+    raise ConfigError(f"unknown setting '{key}'{did_you_mean(key, _BY_NAME)}")
+
+
+def validate_setting(key: str, value: str) -> tuple[str, str]:
+    """``(canonical key, value to store)`` after checking that ``value`` is valid for
+    ``key``; the value is stored as written, except that a choice among allowed words is
+    stored as the lower-case word the code compares with."""
+    canonical = resolve_setting(key)
+    option = _BY_NAME.get(canonical)
+    if option is None:
+        return canonical, value
+    parsed = option.parse(value)
+    return canonical, parsed if option.allowed else value
+
+
+def default_settings() -> dict[str, str]:
+    """Every declared key with a default, as raw strings."""
+    return {option.key: option.default for option in SETTINGS if option.default is not None}
+
+
+class SettingValues:
+    """Typed reads of a session's raw settings (``dict[str, str]``): the value under the
+    key or one of its aliases, else the declared default. A value that does not parse is a
+    ConfigError naming the key (settings dicts built in code skip ``SET``'s checks)."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.raw = raw
+
+    def get(self, key: str) -> Any:
+        return setting(key).read(self.raw)
+
+    def integer(self, key: str) -> int:
+        return self._typed(key, INTEGER)  # type: ignore[no-any-return]
+
+    def boolean(self, key: str) -> bool:
+        return self._typed(key, BOOLEAN)  # type: ignore[no-any-return]
+
+    def string(self, key: str) -> str:
+        return self._typed(key, STRING)  # type: ignore[no-any-return]
+
+    def duration_ms(self, key: str) -> int:
+        return self._typed(key, DURATION)  # type: ignore[no-any-return]
+
+    def memory_size(self, key: str) -> int:
+        return self._typed(key, MEMORY_SIZE)  # type: ignore[no-any-return]
+
+    def names(self, key: str) -> tuple[str, ...]:
+        return self._typed(key, NAMES)  # type: ignore[no-any-return]
+
+    def _typed(self, key: str, kind: ValueKind) -> Any:
+        option = setting(key)
+        if option.kind is not kind:
+            raise TypeError(f"setting {key} is declared as {option.kind.name}, read as "
+                            f"{kind.name}")
+        return option.read(self.raw)
