@@ -12,7 +12,8 @@ Rules, with ``n`` a checkpoint id and "open" channels those that have not ended:
 
 * ``EXACTLY_ONCE`` (Flink's aligned checkpoints): the first barrier ``n`` starts an
   alignment; each channel that delivers barrier ``n`` is blocked; when every open channel
-  has delivered it, ``Snapshot`` then ``Unblock`` of the blocked channels. The snapshot
+  has delivered it, ``Snapshot`` then ``Unblock`` of the channels that waited (the one
+  whose barrier completes the alignment is never blocked). The snapshot
   therefore reflects exactly the records before barrier ``n`` on every channel;
 * ``AT_LEAST_ONCE`` (Flink's barrier tracking): nothing is ever blocked; ``Snapshot`` when
   the last open channel delivers barrier ``n``. Records after barrier ``n`` on a fast
@@ -153,7 +154,8 @@ class BarrierAligner:
             raise ExecutionError(f"input channel {channel} delivered barrier {checkpoint_id} "
                                  "twice")
         alignment.arrived.add(channel)
-        if self.mode is CheckpointingMode.EXACTLY_ONCE:
+        # the channel that completes an alignment never waits, so it is not blocked
+        if self.mode is CheckpointingMode.EXACTLY_ONCE and not self._aligned(alignment):
             self._blocked.add(channel)
         actions += self._complete_ready(now_ms)
         return tuple(actions)
@@ -161,11 +163,10 @@ class BarrierAligner:
     def _complete_ready(self, now_ms: int) -> list[Action]:
         """Snapshot every alignment that no open channel is missing any more (oldest first);
         completing one aborts the older ones still tracked."""
-        open_channels = set(range(self.num_channels)) - self._finished
         actions: list[Action] = []
         for checkpoint_id in sorted(self._alignments):
             alignment = self._alignments.get(checkpoint_id)
-            if alignment is None or not open_channels <= alignment.arrived:
+            if alignment is None or not self._aligned(alignment):
                 continue
             for older in sorted(n for n in self._alignments if n < checkpoint_id):
                 actions += self._abort(older, f"checkpoint {checkpoint_id} completed first")
@@ -173,6 +174,11 @@ class BarrierAligner:
             actions.append(Snapshot(alignment.barrier, now_ms - alignment.started_ms))
             actions += self._unblock(alignment.arrived)
         return actions
+
+    def _aligned(self, alignment: _Alignment) -> bool:
+        """Every open channel delivered the barrier."""
+        return all(c in alignment.arrived or c in self._finished
+                   for c in range(self.num_channels))
 
     def _abort(self, checkpoint_id: int, reason: str) -> list[Action]:
         alignment = self._alignments.pop(checkpoint_id)
