@@ -177,7 +177,10 @@ class CheckpointCoordinatorState:
     # -- triggering --------------------------------------------------------------------------
 
     def trigger(self, now_ms: int, kind: str = "checkpoint") -> Triggered | NotTriggered:
-        """Start checkpoint ``next_checkpoint_id`` if the rules allow it now."""
+        """Start checkpoint ``next_checkpoint_id`` if the rules allow it now; ``kind`` is
+        ``checkpoint`` or ``savepoint``."""
+        if kind not in ("checkpoint", "savepoint"):
+            raise ValueError(f"unknown checkpoint kind {kind!r}")
         if kind == "checkpoint":
             refusal = self._refusal(now_ms)
             if refusal is not None:

@@ -93,6 +93,8 @@ def test_savepoints_are_forced_and_ids_are_never_reused():
     assert [a.checkpoint_id for a in aborted] == [1, 2]
     assert all(not a.fail_job for a in aborted)
     assert coordinator.trigger(5_000) == Triggered(3, 5_000, "checkpoint")
+    with pytest.raises(ValueError):
+        coordinator.trigger(9_000, kind="snapshot")
 
 
 def test_expiry_decline_and_tolerable_failures():
