@@ -1,0 +1,25 @@
+"""Checkpoints: the storage layout, its bookkeeping, barrier alignment and restart policy.
+
+Everything here is a pure core with one thin I/O edge, so the hard rules are tested without
+a disk, a clock or a running job:
+
+* :mod:`~flowsql.runtime.checkpoint.paths` -- where every file of a checkpoint lives, and
+  which checkpoints a directory listing holds (pure);
+* :mod:`~flowsql.runtime.checkpoint.metadata` -- the ``_metadata`` JSON document, the commit
+  marker of a checkpoint (pure);
+* :mod:`~flowsql.runtime.checkpoint.retention` -- latest completed checkpoint, which
+  checkpoints and shared files to delete (pure);
+* :mod:`~flowsql.runtime.checkpoint.storage` -- the I/O edge over ``pyarrow.fs`` (local
+  paths, ``file://`` and ``s3://`` URIs): Arrow IPC state files, ``_metadata`` written last
+  and atomically;
+* :mod:`~flowsql.runtime.checkpoint.coordinator_state` -- the coordinator's pending
+  checkpoints as a state machine (trigger, acknowledge, decline, expire, complete);
+* :mod:`~flowsql.runtime.checkpoint.alignment` -- barrier alignment for a task's input
+  channels (exactly-once blocks, at-least-once only tracks);
+* :mod:`~flowsql.runtime.checkpoint.restart` -- restart strategies and their decision
+  function.
+
+Nothing here is called by operators: the task's input handling aligns barriers, the task
+snapshots its operators' ``StateStore`` and uploads through the storage, and the
+coordinator completes checkpoints.
+"""
