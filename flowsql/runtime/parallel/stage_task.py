@@ -6,7 +6,7 @@ loop (:mod:`flowsql.runtime.pull_loop`: inputs consumed one at a time in the ope
 ``input_order``, hooks guarded so an unexpected exception becomes an ExecutionError naming
 the operator), with three differences at the leaves and the root:
 
-* a ``TableScanExec`` reads only this subtask's share (:class:`SplitScanOperator`);
+* a ``TableScanExec`` reads only this subtask's share (its connector's split scan);
 * a ``StageInput`` reads its edge's channels from the task's input gate;
 * the root's batches go to the outgoing edge's :class:`Partitioner`, or, for the root stage
   of the job, over one extra channel to the coordinator (``result`` in the config).
@@ -34,13 +34,13 @@ from flowsql.runtime.channels import (
     RemoteOutputChannel,
 )
 from flowsql.runtime.cluster.tasks import TaskContext
+from flowsql.runtime.connectors.implementations import split_scan_operator
 from flowsql.runtime.events import SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
 from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
-from flowsql.runtime.parallel.split_scan import SplitScanOperator
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 
@@ -132,7 +132,9 @@ class _Pipeline:
             return ExchangeSource(self.task.inputs, self.channels[node.edge],
                                   self.task.cancelled)
         if isinstance(node, TableScanExec):
-            return SplitScanOperator(node)
+            split = split_scan_operator(node)
+            if split is not None:
+                return split
         return create_operator(node)
 
     def run(self, node: PhysicalPlan) -> Generator[pa.RecordBatch, None, None]:
