@@ -34,8 +34,8 @@ import pyarrow as pa
 
 import flowsql
 from flowsql.errors import FlowSQLError
-from flowsql.session import Result, Session
-from flowsql.shell.render import render_changelog, render_csv, render_json, render_result
+from flowsql.render import render_changelog, render_csv, render_json, render_result
+from flowsql.session.session import Result, Session
 
 __all__ = ["build_parser", "main"]
 

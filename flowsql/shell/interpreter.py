@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 import pyarrow as pa
 
 from flowsql.errors import FlowSQLError
-from flowsql.shell.render import (
+from flowsql.render import (
     render_changelog,
     render_result,
     render_table,
@@ -30,7 +30,7 @@ from flowsql.shell.render import (
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
-    from flowsql.session import Result, Session
+    from flowsql.session.session import Result, Session
 
 __all__ = ["HELP_TEXT", "Interpreter"]
 

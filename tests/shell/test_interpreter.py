@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import flowsql
-from flowsql.session import DEFAULT_SETTINGS, Result
+from flowsql.session.session import DEFAULT_SETTINGS, Result
 from flowsql.shell.interpreter import HELP_TEXT, Interpreter
 
 

@@ -9,8 +9,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from flowsql.session import Result
-from flowsql.shell.render import (
+from flowsql.render import (
     MAX_CELL_WIDTH,
     render_csv,
     render_json,
@@ -18,6 +17,7 @@ from flowsql.shell.render import (
     render_table,
     row_count_footer,
 )
+from flowsql.session import Result
 
 
 @pytest.fixture

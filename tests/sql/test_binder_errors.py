@@ -8,7 +8,7 @@ import pytest
 from flowsql.errors import BindError
 from flowsql.planner.catalog import Catalog, TableEntry
 from flowsql.sql.bind_query import QueryBinder
-from flowsql.sql.statements import QueryStatement, parse_one
+from flowsql.sql.statement_parser import QueryStatement, parse_one
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,9 @@ from flowsql.planner.physical import ProjectExec, TableScanExec, WindowAggregate
 from flowsql.planner.schema import Field
 from flowsql.runtime.expressions import compile_expr
 from flowsql.session import Session
+from flowsql.session.execute import plan_query
 from flowsql.sql.bind_query import PROCTIME_TYPE
-from flowsql.sql.statements import parse_one
-from flowsql.statements import plan_query
+from flowsql.sql.statement_parser import parse_one
 
 # id, price, qty, s (the event time as text)
 ORDERS_CSV = """1,2.5,4,2024-01-01 00:00:01

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from flowsql.errors import SqlSyntaxError
-from flowsql.sql.statements import (
+from flowsql.sql.statement_parser import (
     CreateTableStatement,
     CreateViewStatement,
     DescribeStatement,

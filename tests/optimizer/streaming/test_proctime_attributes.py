@@ -20,8 +20,8 @@ from flowsql.planner.physical_streaming import (
     WatermarkAssignerExec,
 )
 from flowsql.session import Session
-from flowsql.sql.statements import parse_one
-from flowsql.statements import plan_statement
+from flowsql.session.execute import plan_statement
+from flowsql.sql.statement_parser import parse_one
 
 
 @pytest.fixture()

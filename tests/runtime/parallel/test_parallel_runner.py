@@ -17,7 +17,7 @@ from flowsql.planner.physical import ExchangeExec
 from flowsql.runtime.jobgraph import build_job_graph
 from flowsql.runtime.parallel.plan_codec import dumps, loads
 from flowsql.session import Session
-from flowsql.statements import parse_one_statement, plan_query
+from flowsql.session.execute import parse_one_statement, plan_query
 from flowsql.tpch.queries import QUERY_NUMBERS, load_query
 
 

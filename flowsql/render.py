@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 if TYPE_CHECKING:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
 __all__ = ["MAX_CELL_WIDTH", "render_csv", "render_json", "render_result", "render_table",
            "row_count_footer"]

@@ -23,7 +23,7 @@ from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.sql.bind_query import QueryBinder, bind_table
 from flowsql.sql.dialect import DIALECT
-from flowsql.sql.statements import (
+from flowsql.sql.statement_parser import (
     CreateTableStatement,
     CreateViewStatement,
     DescribeStatement,
@@ -39,7 +39,7 @@ from flowsql.sql.statements import (
 )
 
 if TYPE_CHECKING:
-    from flowsql.session import Result, Session
+    from flowsql.session.session import Result, Session
 
 __all__ = ["execute_statement", "parse_one_statement", "parse_statements", "plan_query"]
 
@@ -136,7 +136,7 @@ def _run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
 
 
 def _query(session: Session, statement: QueryStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     logical, optimized, physical, info = plan_statement(session, statement)
     if info is not None:
@@ -157,7 +157,7 @@ def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text
     bounded input to its end and returns the final rows."""
     from flowsql.planner.schema import to_arrow_schema
     from flowsql.runtime.streaming.job import ChangelogStream
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     stream = ChangelogStream(lambda: _streaming_run(session, physical),
                              to_arrow_schema(physical.schema), info.bounded)
@@ -185,7 +185,7 @@ def _streaming_run(session: Session, physical: PhysicalPlan) -> Any:
 def _insert(session: Session, statement: InsertStatement) -> Result:
     """``INSERT INTO table query``: submits a job and returns its handle at once."""
     from flowsql.runtime.streaming.job import BoundedRun, Job
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     entry = session.catalog.get(statement.table)
     if not isinstance(entry, TableEntry):
@@ -240,7 +240,7 @@ def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | 
 
 
 def _explain(session: Session, statement: ExplainStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     logical, optimized, physical = plan_query(session, statement)
     if statement.mode == "pyspark":
@@ -256,7 +256,7 @@ def _create_table(session: Session, statement: CreateTableStatement) -> Result:
     """Options are checked against the connector's declaration, then the runtime's
     implementation of the connector describes the table (schema, statistics)."""
     from flowsql.runtime.connectors.implementations import IMPLEMENTATIONS
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     declared = _declared_schema(statement)
     options = validate_table_options(statement.name, statement.options,
@@ -276,7 +276,7 @@ def _declared_schema(statement: CreateTableStatement) -> pa.Schema | None:
 
 
 def _create_view(session: Session, statement: CreateViewStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     entry = ViewEntry(statement.name, statement.query_sql, statement.column_names)
     # Bind once now so a broken view is reported at creation, not at first use.
@@ -287,7 +287,7 @@ def _create_view(session: Session, statement: CreateViewStatement) -> Result:
 
 
 def _drop(session: Session, statement: DropStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     kind = TableEntry if statement.kind == "table" else ViewEntry
     session.catalog.drop(statement.name, kind, if_exists=statement.if_exists)
@@ -295,7 +295,7 @@ def _drop(session: Session, statement: DropStatement) -> Result:
 
 
 def _show_tables(session: Session, statement: ShowTablesStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     names = session.catalog.names()
     kinds = ["view" if isinstance(session.catalog.get(n), ViewEntry) else "table"
@@ -305,7 +305,7 @@ def _show_tables(session: Session, statement: ShowTablesStatement) -> Result:
 
 
 def _describe(session: Session, statement: DescribeStatement) -> Result:
-    from flowsql.session import Result
+    from flowsql.session.session import Result
 
     entry = session.catalog.get(statement.name)
     if entry is None:
@@ -326,7 +326,7 @@ def _describe(session: Session, statement: DescribeStatement) -> Result:
 
 
 def _set(session: Session, statement: SetStatement) -> Result:
-    from flowsql.session import DEFAULT_SETTINGS, Result
+    from flowsql.session.session import DEFAULT_SETTINGS, Result
 
     if statement.reset:
         key = None if statement.key is None else resolve_setting(statement.key)

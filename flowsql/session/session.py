@@ -78,7 +78,7 @@ class Result:
         return self.plan_text
 
     def show(self, max_rows: int = 40) -> None:
-        from flowsql.shell.render import render_result
+        from flowsql.render import render_result
 
         print(render_result(self, max_rows=max_rows))
 
@@ -118,14 +118,14 @@ class Session:
 
     def sql(self, text: str) -> Result:
         """Run exactly one statement."""
-        from flowsql.statements import execute_statement, parse_one_statement
+        from flowsql.session.execute import execute_statement, parse_one_statement
 
         return execute_statement(self, parse_one_statement(text), text)
 
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""
-        from flowsql.statements import execute_statement, parse_statements
+        from flowsql.session.execute import execute_statement, parse_statements
 
         for statement in parse_statements(text):
             yield execute_statement(self, statement, text)
