@@ -38,7 +38,8 @@ from flowsql.sql.statement_parser import (
 )
 
 if TYPE_CHECKING:
-    from flowsql.session.session import Result, Session
+    from flowsql.session.result import Result
+    from flowsql.session.session import Session
 
 __all__ = ["execute_statement", "parse_one_statement", "parse_statements", "plan_query"]
 
@@ -140,7 +141,7 @@ def _run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
 
 
 def _query(session: Session, statement: QueryStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     logical, optimized, physical, info = plan_statement(session, statement)
     if info is not None:
@@ -161,7 +162,7 @@ def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text
     bounded input to its end and returns the final rows."""
     from flowsql.planner.schema import to_arrow_schema
     from flowsql.runtime.streaming.job import ChangelogStream
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     stream = ChangelogStream(lambda: _streaming_run(session, physical),
                              to_arrow_schema(physical.schema), info.bounded)
@@ -189,7 +190,7 @@ def _streaming_run(session: Session, physical: PhysicalPlan) -> Any:
 def _insert(session: Session, statement: InsertStatement) -> Result:
     """``INSERT INTO table query``: submits a job and returns its handle at once."""
     from flowsql.runtime.streaming.job import BoundedRun, Job
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     entry = session.catalog.get(statement.table)
     if not isinstance(entry, TableEntry):
@@ -244,7 +245,7 @@ def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | 
 
 
 def _explain(session: Session, statement: ExplainStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     logical, optimized, physical = plan_query(session, statement)
     if statement.mode == "pyspark":
@@ -257,7 +258,7 @@ def _explain(session: Session, statement: ExplainStatement) -> Result:
 
 
 def _create_table(session: Session, statement: CreateTableStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     options = dict(statement.options)
     connector = options.setdefault("connector", "filesystem")
@@ -319,7 +320,7 @@ def _datagen_table(statement: CreateTableStatement, options: dict[str, str]) -> 
 
 
 def _create_view(session: Session, statement: CreateViewStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     entry = ViewEntry(statement.name, statement.query_sql, statement.column_names)
     # Bind once now so a broken view is reported at creation, not at first use.
@@ -330,7 +331,7 @@ def _create_view(session: Session, statement: CreateViewStatement) -> Result:
 
 
 def _drop(session: Session, statement: DropStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     kind = TableEntry if statement.kind == "table" else ViewEntry
     session.catalog.drop(statement.name, kind, if_exists=statement.if_exists)
@@ -338,7 +339,7 @@ def _drop(session: Session, statement: DropStatement) -> Result:
 
 
 def _show_tables(session: Session, statement: ShowTablesStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     names = session.catalog.names()
     kinds = ["view" if isinstance(session.catalog.get(n), ViewEntry) else "table"
@@ -348,7 +349,7 @@ def _show_tables(session: Session, statement: ShowTablesStatement) -> Result:
 
 
 def _describe(session: Session, statement: DescribeStatement) -> Result:
-    from flowsql.session.session import Result
+    from flowsql.session.result import Result
 
     entry = session.catalog.get(statement.name)
     if entry is None:
@@ -369,7 +370,8 @@ def _describe(session: Session, statement: DescribeStatement) -> Result:
 
 
 def _set(session: Session, statement: SetStatement) -> Result:
-    from flowsql.session.session import DEFAULT_SETTINGS, Result
+    from flowsql.session.result import Result
+    from flowsql.session.session import DEFAULT_SETTINGS
 
     if statement.reset:
         if statement.key is None:
