@@ -62,14 +62,16 @@ class Session:
 
     def sql(self, text: str) -> Result:
         """Run exactly one statement."""
-        from flowsql.session.execute import execute_statement, parse_one_statement
+        from flowsql.session.execute import execute_statement
+        from flowsql.sql.statement_parser import parse_one
 
-        return execute_statement(self, parse_one_statement(text), text)
+        return execute_statement(self, parse_one(text), text)
 
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""
-        from flowsql.session.execute import execute_statement, parse_statements
+        from flowsql.session.execute import execute_statement
+        from flowsql.sql.statement_parser import parse_statements
 
         for statement in parse_statements(text):
             yield execute_statement(self, statement, text)
