@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import sqlglot
 
-from flowsql.errors import PlanError
 from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.sql.bind_query import QueryBinder
@@ -21,8 +20,7 @@ from flowsql.sql.statement_parser import ExplainStatement, QueryStatement
 if TYPE_CHECKING:
     from flowsql.session.session import Session
 
-__all__ = ["bind_query", "explain_text", "parse_view", "plan_query", "plan_statement",
-           "streaming_mode"]
+__all__ = ["bind_query", "explain_text", "parse_view", "plan_query", "plan_statement"]
 
 
 def parse_view(sql: str):  # type: ignore[no-untyped-def]
@@ -34,18 +32,6 @@ def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -
     return QueryBinder(session.catalog, statement.text, parse_view).bind(statement.ast)
 
 
-def streaming_mode(session: Session) -> bool:
-    """Whether queries run as streams (``execution.runtime-mode`` = ``streaming``)."""
-    from flowsql.optimizer.plan_window_aggregate import runtime_mode
-
-    if runtime_mode(session.settings) != "streaming":
-        return False
-    if session.settings.get("engine") == "spark":
-        raise PlanError("the spark engine runs bounded queries in batch mode only; SET "
-                        "'execution.runtime-mode' = 'batch' or use the local engine")
-    return True
-
-
 def plan_query(session: Session, statement: QueryStatement | ExplainStatement):  # type: ignore[no-untyped-def]
     """Bind, optimize and physically plan a query: (logical, optimized, physical)."""
     logical, optimized, physical, _ = plan_statement(session, statement)
@@ -55,26 +41,16 @@ def plan_query(session: Session, statement: QueryStatement | ExplainStatement): 
 def plan_statement(session: Session, statement: QueryStatement | ExplainStatement,
                    sink: Callable[[PhysicalPlan], PhysicalPlan] | None = None):  # type: ignore[no-untyped-def]
     """(logical, optimized, physical, stream info or None in batch mode); ``sink`` wraps
-    the physical plan (INSERT INTO) before the streaming pass."""
-    from flowsql.optimizer import optimize, to_physical
+    the physical plan (INSERT INTO) before the streaming pass. The physical plan is what
+    the optimizer's physical passes (``optimizer.physical_passes``) make of the optimized
+    one."""
+    from flowsql.optimizer import optimize, plan_physical
 
     logical = bind_query(session, statement)
     optimized = optimize(logical, session.settings)
-    physical = to_physical(optimized.plan, session.settings, optimized.context.estimator)
-    if sink is not None:
-        physical = sink(physical)
-    if streaming_mode(session):
-        from flowsql.optimizer.streaming import to_streaming
-        from flowsql.optimizer.streaming.distribution import enforce_streaming_distribution
-
-        physical, info = to_streaming(physical, session.settings)
-        physical = enforce_streaming_distribution(physical, session.settings)
-        return logical, optimized, physical, info
-    if session.settings.get("engine") != "spark":
-        from flowsql.optimizer.distribution import enforce_distribution
-
-        physical = enforce_distribution(physical, session.settings)
-    return logical, optimized, physical, None
+    planned = plan_physical(optimized.plan, session.settings, optimized.context.estimator,
+                            sink)
+    return logical, optimized, planned.physical, planned.stream
 
 
 def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
