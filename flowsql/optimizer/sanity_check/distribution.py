@@ -1,23 +1,12 @@
-"""The last physical pass: verify a finished physical plan before anything runs it.
+"""Sanity check of a parallel plan's exchanges: recompute what every node delivers, as the
+exchange passes (``optimizer/distribution``, ``optimizer/streaming/distribution``) define
+it, and check what every node requires.
 
-The earlier passes each promise something; this pass recomputes the facts bottom-up,
-independently of how the passes decided, and checks the promises:
-
-* distribution (``parallelism.default`` > 1 and exchanges placed): every operator gets its
-  input spread as it requires -- a hash join both inputs hashed on corresponding keys (or a
-  side it may replicate broadcast), an aggregate and every keyed streaming operator its
-  rows hashed on its keys, a sort or an unpartitioned window everything on one subtask --
-  and the root hands its rows over from one subtask. A Top-N, LIMIT or aggregate directly
-  below an exchange is a per-subtask partial step and needs nothing.
-* boundedness (streaming plans): no blocking batch operator (sort, hash aggregate, hash or
-  nested-loop join, Top-N, window, distinct set operation), which emits only at the end of
-  its input, above an input that never ends.
-* changelog mode (streaming plans): no updating input (+I/-U/+U/-D) into an operator or sink
-  that accepts inserts only (window TVF, window and windowed aggregates, interval and window
-  joins, OVER, Top-N / deduplication, LIMIT, filesystem sinks).
-
-A violation is a bug in a pass, reported as a PlanError naming the node and its path from
-the root, instead of a wrong result or a query that never ends.
+A hash join needs both inputs hashed on corresponding keys (or a side it may replicate
+broadcast), an aggregate and every keyed streaming operator the rows of a key on one
+subtask (keyed state: hashed on exactly its keys), a sort or an unpartitioned window all
+rows on one subtask, and the root its rows on one subtask. A Top-N, LIMIT or aggregate
+directly below an exchange is a per-subtask partial step and needs nothing.
 """
 
 from __future__ import annotations
@@ -25,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import product
 
-from flowsql.errors import PlanError
-from flowsql.optimizer.distribution import parallelism
-from flowsql.optimizer.streaming import is_bounded_table
+from flowsql.optimizer.sanity_check.naming import fail, node_name
 from flowsql.planner.expressions import ColumnRef, Expr
 from flowsql.planner.physical import (
     ExchangeExec,
@@ -61,34 +48,13 @@ from flowsql.planner.physical_streaming import (
 )
 from flowsql.planner.properties import ANY, BROADCAST, SINGLE, Distribution
 
-__all__ = ["sanity_check"]
+__all__ = ["check_distribution"]
 
 
-def sanity_check(plan: PhysicalPlan, settings: dict[str, str], streaming: bool) -> None:
-    """Raise PlanError naming the first node whose requirement ``plan`` does not meet."""
-    # Spark distributes a bounded plan itself: exchanges are placed for the local engine only.
-    if (streaming or settings.get("engine") != "spark") and parallelism(settings) > 1:
-        _DistributionCheck().root(plan)
-    if streaming:
-        _check_streaming(plan, ())
+def check_distribution(plan: PhysicalPlan) -> None:
+    """Raise PlanError naming the first node whose input is not spread as it requires."""
+    _DistributionCheck().root(plan)
 
-
-# -- naming nodes ----------------------------------------------------------------------------
-
-def _name(node: PhysicalPlan) -> str:
-    return type(node).__name__.removesuffix("Exec")
-
-
-def _at(node: PhysicalPlan, path: tuple[str, ...]) -> str:
-    """``HashJoin (at Project > HashJoin)``: the node and the way to it from the root."""
-    return f"{_name(node)} (at {' > '.join((*path, _name(node)))})"
-
-
-def _fail(node: PhysicalPlan, path: tuple[str, ...], problem: str) -> PlanError:
-    return PlanError(f"sanity check: {_at(node, path)} {problem}")
-
-
-# -- distribution ----------------------------------------------------------------------------
 
 _PASSTHROUGH: tuple[type, ...] = (FilterExec, WatermarkAssignerExec, ProctimeWatermarkExec,
                                   WindowTableFunctionExec, SinkExec)
@@ -157,12 +123,12 @@ class _DistributionCheck:
 
     def root(self, plan: PhysicalPlan) -> None:
         if self.visit(plan, (), under_exchange=False) != SINGLE:
-            raise _fail(plan, (), "is the root but its rows are spread over several "
-                        "subtasks (a final gather is missing)")
+            raise fail(plan, (), "is the root but its rows are spread over several "
+                       "subtasks (a final gather is missing)")
 
     def visit(self, node: PhysicalPlan, path: tuple[str, ...], under_exchange: bool
               ) -> Distribution:
-        inner = (*path, _name(node))
+        inner = (*path, node_name(node))
         exchange = isinstance(node, ExchangeExec)
         inputs = [self.visit(child, inner, exchange) for child in node.inputs]
         if isinstance(node, TableScanExec):
@@ -204,7 +170,7 @@ class _DistributionCheck:
     def _require_single(node: PhysicalPlan, delivered: Distribution, path: tuple[str, ...],
                         why: str) -> None:
         if delivered != SINGLE:
-            raise _fail(node, path, f"{why}, but its input is {delivered}")
+            raise fail(node, path, f"{why}, but its input is {delivered}")
 
     @staticmethod
     def _exchange(node: ExchangeExec, delivered: Distribution) -> Distribution:
@@ -227,8 +193,8 @@ class _DistributionCheck:
         refs = _refs(keys)
         exact = refs is not None and refs in delivered.keysets
         if delivered != SINGLE and not exact and not _hashed_on(node.inputs[0], keys):
-            raise _fail(node, path, f"keeps state per key but its input is {delivered}, not "
-                        "hashed on exactly its keys")
+            raise fail(node, path, f"keeps state per key but its input is {delivered}, not "
+                       "hashed on exactly its keys")
         return ANY
 
     def _aggregate(self, node: HashAggregateExec, delivered: Distribution,
@@ -242,16 +208,16 @@ class _DistributionCheck:
             return Distribution.hash(tuple(f.cid for f in node.group_fields))
         if under_exchange:
             return ANY  # the partial half of a split aggregate; the final half is checked
-        raise _fail(node, path, f"needs the rows of each group on one subtask, but its input "
-                    f"is {delivered}")
+        raise fail(node, path, f"needs the rows of each group on one subtask, but its input "
+                   f"is {delivered}")
 
     @staticmethod
     def _broadcast_side(node: HashJoinExec | NestedLoopJoinExec, ld: Distribution,
                         rd: Distribution, path: tuple[str, ...]) -> str | None:
         side = "left" if ld == BROADCAST else "right" if rd == BROADCAST else None
         if side is not None and side not in _replicable(node.kind, node.null_aware):
-            raise _fail(node, path, f"replicates its {side} input, whose unmatched rows a "
-                        f"{node.kind} join emits: every subtask would emit them")
+            raise fail(node, path, f"replicates its {side} input, whose unmatched rows a "
+                       f"{node.kind} join emits: every subtask would emit them")
         return side
 
     @staticmethod
@@ -272,12 +238,12 @@ class _DistributionCheck:
         right = (_positions(rd, node.right_keys)
                  | _exchange_positions(node.right, node.right_keys))
         if not left & right:
-            raise _fail(node, path, f"needs both inputs hashed on corresponding keys, but "
-                        f"they are {ld} and {rd}")
+            raise fail(node, path, f"needs both inputs hashed on corresponding keys, but "
+                       f"they are {ld} and {rd}")
         for a, b in zip(node.left_keys, node.right_keys):
             if not a.dtype.equals(b.dtype):
-                raise _fail(node, path, f"hashes keys of different types ({a.dtype} vs "
-                            f"{b.dtype}): equal values would land on different subtasks")
+                raise fail(node, path, f"hashes keys of different types ({a.dtype} vs "
+                           f"{b.dtype}): equal values would land on different subtasks")
         if node.kind == "inner":
             return Distribution.hash(*(ld.keysets + rd.keysets))
         return {"right": rd, "full": ANY}.get(node.kind, ld)
@@ -288,8 +254,8 @@ class _DistributionCheck:
             return SINGLE
         side = self._broadcast_side(node, ld, rd, path)
         if side is None:
-            raise _fail(node, path, f"compares every pair of rows, so needs one side "
-                        f"broadcast or both on one subtask, but its inputs are {ld} and {rd}")
+            raise fail(node, path, f"compares every pair of rows, so needs one side "
+                       f"broadcast or both on one subtask, but its inputs are {ld} and {rd}")
         return self._after_broadcast(node, side, ld, rd)
 
     def _stream_join(self, node: PhysicalPlan, ld: Distribution, rd: Distribution,
@@ -299,12 +265,12 @@ class _DistributionCheck:
         left_keys: tuple[Expr, ...] = node.left_keys  # type: ignore[attr-defined]
         right_keys: tuple[Expr, ...] = node.right_keys  # type: ignore[attr-defined]
         if not left_keys:
-            raise _fail(node, path, f"has no equality keys, so needs both inputs on one "
-                        f"subtask, but they are {ld} and {rd}")
+            raise fail(node, path, f"has no equality keys, so needs both inputs on one "
+                       f"subtask, but they are {ld} and {rd}")
         if not (_hashed_on(node.inputs[0], left_keys) and _hashed_on(node.inputs[1],
                                                                        right_keys)):
-            raise _fail(node, path, f"keeps both inputs in state per key, so needs both "
-                        f"hashed on its keys, but they are {ld} and {rd}")
+            raise fail(node, path, f"keeps both inputs in state per key, so needs both "
+                       f"hashed on its keys, but they are {ld} and {rd}")
         return ANY
 
     def _window(self, node: WindowExec, delivered: Distribution, path: tuple[str, ...]
@@ -318,8 +284,8 @@ class _DistributionCheck:
         refs = _refs(keys)
         together = refs is not None and delivered.satisfies(Distribution.hash(refs))
         if not together and not _hashed_on(node.input, keys):
-            raise _fail(node, path, f"needs each partition on one subtask, but its input is "
-                        f"{delivered}")
+            raise fail(node, path, f"needs each partition on one subtask, but its input is "
+                       f"{delivered}")
         return delivered
 
     def _set_op(self, node: SetOpExec, ld: Distribution, rd: Distribution,
@@ -332,58 +298,6 @@ class _DistributionCheck:
             columns = tuple(f.cid for f in child.schema)
             if not (isinstance(child, ExchangeExec) and child.kind == "hash"
                     and _refs(child.keys) == columns):
-                raise _fail(node, path, "compares whole rows, so needs both inputs hashed "
-                            f"on all their columns, but they are {ld} and {rd}")
+                raise fail(node, path, "compares whole rows, so needs both inputs hashed "
+                           f"on all their columns, but they are {ld} and {rd}")
         return Distribution.hash(tuple(f.cid for f in node.fields))
-
-
-# -- boundedness and changelog mode (streaming plans) ----------------------------------------
-
-#: batch operators that emit only once their input has ended
-_BLOCKING: tuple[type, ...] = (SortExec, HashAggregateExec, HashJoinExec, NestedLoopJoinExec,
-                               TopNExec, WindowExec)
-#: operators whose output is insert-only whatever their input
-_INSERT_ONLY_OUTPUT: tuple[type, ...] = (WindowedAggregateExec, WindowAggregateExec,
-                                         IntervalJoinExec, WindowJoinExec, OverAggregateExec)
-#: operators that accept insert-only input only
-_NEEDS_INSERT_ONLY: tuple[type, ...] = (WindowTableFunctionExec, WindowAggregateExec,
-                                        WindowedAggregateExec, OverAggregateExec, RankExec,
-                                        IntervalJoinExec, WindowJoinExec, LimitExec)
-
-
-def _check_streaming(node: PhysicalPlan, path: tuple[str, ...]
-                     ) -> tuple[str | None, str | None]:
-    """(the first source that never ends below ``node`` or None, the node that makes its
-    output updating or None), after checking ``node``'s requirements."""
-    inner = (*path, _name(node))
-    facts = [_check_streaming(child, inner) for child in node.inputs]
-    unbounded = next((source for source, _ in facts if source is not None), None)
-    updated_by = next((by for _, by in facts if by is not None), None)
-    if isinstance(node, TableScanExec):
-        table = node.table
-        bounded = is_bounded_table(table.options, table.statistics.row_count)
-        return (None if bounded else f"table '{table.name}'"), None
-    blocking = isinstance(node, _BLOCKING) or (
-        isinstance(node, SetOpExec) and not (node.kind == "union" and node.all))
-    if blocking and unbounded is not None:
-        raise _fail(node, path, f"emits only at the end of its input, but its input "
-                    f"({unbounded}) never ends")
-    needs_inserts = isinstance(node, _NEEDS_INSERT_ONLY) or (
-        isinstance(node, SinkExec) and node.table.connector == "filesystem")
-    if needs_inserts and updated_by is not None:
-        raise _fail(node, path, f"accepts insert-only input, but its input is updating "
-                    f"(because of {updated_by})")
-    return unbounded, _updated_by(node, updated_by)
-
-
-def _updated_by(node: PhysicalPlan, from_inputs: str | None) -> str | None:
-    """Which node makes ``node``'s output updating (None: insert-only)."""
-    if isinstance(node, GroupAggregateExec):
-        return _name(node)
-    if isinstance(node, StreamJoinExec):
-        return (from_inputs or f"{_name(node)} ({node.kind} join)") if node.updating else None
-    if isinstance(node, RankExec):
-        return None if node.window is not None else _name(node)
-    if isinstance(node, _INSERT_ONLY_OUTPUT):
-        return None
-    return from_inputs
