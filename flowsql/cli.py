@@ -35,7 +35,7 @@ import pyarrow as pa
 import flowsql
 from flowsql.errors import FlowSQLError
 from flowsql.render import render_changelog, render_csv, render_json, render_result
-from flowsql.session.session import Result, Session
+from flowsql.session import Result, Session
 
 __all__ = ["build_parser", "main"]
 

@@ -29,16 +29,13 @@ Format-specific choices:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-if TYPE_CHECKING:
-    from flowsql.session.session import Result
-
-__all__ = ["MAX_CELL_WIDTH", "render_csv", "render_json", "render_result", "render_table",
-           "row_count_footer"]
+__all__ = ["MAX_CELL_WIDTH", "RenderableResult", "render_csv", "render_json", "render_result",
+           "render_table", "row_count_footer"]
 
 MAX_CELL_WIDTH = 40
 ELLIPSIS = "…"
@@ -49,7 +46,19 @@ _SEPARATOR = " | "
 _RULE_SEPARATOR = "-+-"
 
 
-def render_result(result: Result, max_rows: int | None = 40) -> str:
+class RenderableResult(Protocol):
+    """What :func:`render_result` reads of a statement's result (``flowsql.session.Result``
+    has these): rendering sits below the session layer and must not import it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def table(self) -> pa.Table | None: ...
+    @property
+    def message(self) -> str | None: ...
+
+
+def render_result(result: RenderableResult, max_rows: int | None = 40) -> str:
     """A result as a person should see it: EXPLAIN as its plan text, anything with a table as
     an aligned table, DDL and SET as their message."""
     if result.kind == "explain" and result.table is not None:

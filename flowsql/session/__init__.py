@@ -4,6 +4,7 @@
 :class:`Result`. ``execute`` runs each kind of statement.
 """
 
-from flowsql.session.session import Result, Session, connect
+from flowsql.session.result import Result
+from flowsql.session.session import Session, connect
 
 __all__ = ["Result", "Session", "connect"]

@@ -1,5 +1,6 @@
-"""The faces people use: the interactive shell (``repl``) and result rendering (``render``).
+"""The interactive shell: the REPL, its meta-commands and statement buffering.
 
-Nothing here is imported by the engine layers; ``session.py`` imports ``render`` lazily for
-``Result.show()``.
+Nothing outside the shell imports it except ``flowsql.cli`` (an import-linter contract);
+result rendering, which the session needs for ``Result.show()``, lives below both in
+``flowsql.render``.
 """

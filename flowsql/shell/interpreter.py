@@ -30,7 +30,7 @@ from flowsql.render import (
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
-    from flowsql.session.session import Result, Session
+    from flowsql.session import Result, Session
 
 __all__ = ["HELP_TEXT", "Interpreter"]
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
-    from flowsql.session.session import Session
+    from flowsql.session import Session
 
 __all__ = ["PROMPT", "history_path", "run_repl"]
 

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 import flowsql
-from flowsql.session.session import DEFAULT_SETTINGS, Result
+from flowsql.session import Result
+from flowsql.session.session import DEFAULT_SETTINGS
 from flowsql.shell.interpreter import HELP_TEXT, Interpreter
 
 

@@ -27,7 +27,7 @@ from flowsql.planner.physical import ProjectExec, TableScanExec, WindowAggregate
 from flowsql.planner.schema import Field
 from flowsql.runtime.expressions import compile_expr
 from flowsql.session import Session
-from flowsql.session.execute import plan_query
+from flowsql.session.execute.planning import plan_query
 from flowsql.sql.bind_query import PROCTIME_TYPE
 from flowsql.sql.statement_parser import parse_one
 

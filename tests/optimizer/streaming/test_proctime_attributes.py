@@ -20,7 +20,7 @@ from flowsql.planner.physical_streaming import (
     WatermarkAssignerExec,
 )
 from flowsql.session import Session
-from flowsql.session.execute import plan_statement
+from flowsql.session.execute.planning import plan_statement
 from flowsql.sql.statement_parser import parse_one
 
 

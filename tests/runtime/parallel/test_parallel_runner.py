@@ -17,7 +17,8 @@ from flowsql.planner.physical import ExchangeExec
 from flowsql.runtime.jobgraph import build_job_graph
 from flowsql.runtime.parallel.plan_codec import dumps, loads
 from flowsql.session import Session
-from flowsql.session.execute import parse_one_statement, plan_query
+from flowsql.session.execute.planning import plan_query
+from flowsql.sql.statement_parser import parse_one
 from flowsql.tpch.queries import QUERY_NUMBERS, load_query
 
 
@@ -83,7 +84,7 @@ def test_tpch_stage_plans_round_trip_through_json(tpch_dir: Path, number: int) -
     for name in ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
                  "lineitem"):
         s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
-    _, _, physical = plan_query(s, parse_one_statement(load_query(number)))
+    _, _, physical = plan_query(s, parse_one(load_query(number)))
     graph = build_job_graph(physical, 3)
     assert graph.root.parallelism == 1 and graph.root.output is None
     assert len(graph.edges) == len(graph.stages) - 1

@@ -21,7 +21,7 @@ from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.watermark.proctime_watermark import ProctimeWatermarkOperator
 from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.registry import create_operator
-from flowsql.session.execute import plan_statement
+from flowsql.session.execute.planning import plan_statement
 from flowsql.sql.bind_query import PROCTIME_TYPE
 from flowsql.sql.statement_parser import parse_one
 

@@ -1,0 +1,27 @@
+"""EXPLAIN [VERBOSE | PYSPARK]: the plans of a query, as a one-column table of lines."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from flowsql.session.execute.planning import explain_text, plan_query
+from flowsql.session.result import Result
+from flowsql.sql.statement_parser import ExplainStatement
+
+if TYPE_CHECKING:
+    from flowsql.session.session import Session
+
+__all__ = ["execute_explain"]
+
+
+def execute_explain(session: Session, statement: ExplainStatement) -> Result:
+    logical, optimized, physical = plan_query(session, statement)
+    if statement.mode == "pyspark":
+        from flowsql.spark import generate_pyspark_source
+
+        source = generate_pyspark_source(physical)
+        return Result("explain", table=pa.table({"plan": source.split("\n")}), plan_text=source)
+    text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose")
+    return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)

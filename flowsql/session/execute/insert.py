@@ -1,0 +1,74 @@
+"""INSERT INTO: plan the query into a sink on the target table and submit it as a job."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flowsql.errors import CatalogError, PlanError
+from flowsql.planner.catalog import TableEntry
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.session.execute.planning import explain_text, plan_statement
+from flowsql.session.execute.query import streaming_run
+from flowsql.session.result import Result
+from flowsql.sql.statement_parser import InsertStatement, QueryStatement
+
+if TYPE_CHECKING:
+    from flowsql.session.session import Session
+
+__all__ = ["execute_insert", "sink_plan"]
+
+
+def execute_insert(session: Session, statement: InsertStatement) -> Result:
+    """``INSERT INTO table query``: submits a job and returns its handle at once."""
+    from flowsql.runtime.streaming.job import BoundedRun, Job
+
+    entry = session.catalog.get(statement.table)
+    if not isinstance(entry, TableEntry):
+        problem = "is a view" if entry is not None else "does not exist"
+        raise CatalogError(f"INSERT INTO {statement.table}: table '{statement.table}' "
+                           f"{problem}")
+    query = QueryStatement(statement.text, statement.start, statement.end, ast=statement.ast)
+    logical, optimized, physical, info = plan_statement(
+        session, query, sink=lambda plan: sink_plan(plan, entry, statement.columns))
+    if info is not None:
+        run: Any = streaming_run(session, physical)
+    else:
+        run = BoundedRun(physical, dict(session.settings))
+    job = Job(f"INSERT INTO {entry.name}", run)
+    session.jobs.append(job)
+    return Result("job", message=f"Job {job.id} submitted: INSERT INTO {entry.name}",
+                  plan_text=explain_text(logical, optimized, physical), job=job)
+
+
+def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | None
+              ) -> PhysicalPlan:
+    """``plan`` cast to ``table``'s columns (all, or the named ones with NULL for the
+    rest) and written by a SinkExec."""
+    from flowsql.planner.expressions import Cast, Expr, Literal
+    from flowsql.planner.physical import ProjectExec
+    from flowsql.planner.physical_streaming import SinkExec
+    from flowsql.planner.schema import Field
+
+    names = [f.name for f in table.schema]
+    targets = list(columns) if columns is not None else names
+    lowered = {n.lower(): n for n in names}
+    unknown = [c for c in targets if c.lower() not in lowered]
+    if unknown:
+        raise CatalogError(f"INSERT INTO {table.name}: no column {unknown[0]} (columns: "
+                           f"{', '.join(names)})")
+    if len(targets) != len(plan.schema):
+        raise PlanError(f"INSERT INTO {table.name}: the query has {len(plan.schema)} "
+                        f"columns, the target {len(targets)} ({', '.join(targets)})")
+    by_target = {lowered[c.lower()]: f for c, f in zip(targets, plan.schema)}
+    exprs: list[Expr] = []
+    for field in table.schema:
+        source = by_target.get(field.name)
+        if source is None:
+            exprs.append(Literal(None, field.type))
+        elif source.dtype.equals(field.type):
+            exprs.append(source.ref())
+        else:
+            exprs.append(Cast(source.ref(), field.type))
+    fields = tuple(Field.fresh(f.name, f.type) for f in table.schema)
+    project = ProjectExec(plan, tuple(exprs), fields, plan.est_rows)
+    return SinkExec(project, table, plan.est_rows)

@@ -1,0 +1,65 @@
+"""From a query statement to its plans: bind, optimize, plan physically, and EXPLAIN text.
+
+Every statement that runs a query (SELECT, INSERT INTO, EXPLAIN) plans it here, so the three
+always see the same plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import sqlglot
+
+from flowsql.planner.logical import LogicalPlan
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.sql.bind_query import QueryBinder
+from flowsql.sql.dialect import DIALECT
+from flowsql.sql.statement_parser import ExplainStatement, QueryStatement
+
+if TYPE_CHECKING:
+    from flowsql.session.session import Session
+
+__all__ = ["bind_query", "explain_text", "parse_view", "plan_query", "plan_statement"]
+
+
+def parse_view(sql: str):  # type: ignore[no-untyped-def]
+    """The AST of a view's stored query (the binder expands views with it)."""
+    return sqlglot.parse_one(sql, read=DIALECT)
+
+
+def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -> LogicalPlan:
+    return QueryBinder(session.catalog, statement.text, parse_view).bind(statement.ast)
+
+
+def plan_query(session: Session, statement: QueryStatement | ExplainStatement):  # type: ignore[no-untyped-def]
+    """Bind, optimize and physically plan a query: (logical, optimized, physical)."""
+    logical, optimized, physical, _ = plan_statement(session, statement)
+    return logical, optimized, physical
+
+
+def plan_statement(session: Session, statement: QueryStatement | ExplainStatement,
+                   sink: Callable[[PhysicalPlan], PhysicalPlan] | None = None):  # type: ignore[no-untyped-def]
+    """(logical, optimized, physical, stream info or None in batch mode); ``sink`` wraps
+    the physical plan (INSERT INTO) before the streaming pass. The physical plan is what
+    the optimizer's physical passes (``optimizer.physical_passes``) make of the optimized
+    one."""
+    from flowsql.optimizer import optimize, plan_physical
+
+    logical = bind_query(session, statement)
+    optimized = optimize(logical, session.settings)
+    planned = plan_physical(optimized.plan, session.settings, optimized.context.estimator,
+                            sink)
+    return logical, optimized, planned.physical, planned.stream
+
+
+def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
+                 verbose: bool = False) -> str:
+    from flowsql.planner.explain import explain_logical, explain_physical
+
+    parts = ["== Logical Plan ==", explain_logical(logical), "",
+             "== Optimized Logical Plan ==", explain_logical(optimized.plan), "",
+             "== Physical Plan ==", explain_physical(physical)]
+    if verbose:
+        parts += ["", "== Rules That Changed The Plan ==", *optimized.changed_by]
+    return "\n".join(parts)

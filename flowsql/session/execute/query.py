@@ -1,0 +1,83 @@
+"""SELECT: run a query's physical plan on the session's engine, or, in streaming mode,
+return its changelog, which runs when it is read."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.session.execute.planning import explain_text, plan_statement
+from flowsql.session.result import Result
+from flowsql.sql.statement_parser import QueryStatement
+
+if TYPE_CHECKING:
+    from flowsql.session.session import Session
+
+__all__ = ["execute_query", "run_physical", "streaming_run"]
+
+
+def execute_query(session: Session, statement: QueryStatement) -> Result:
+    logical, optimized, physical, info = plan_statement(session, statement)
+    if info is not None:
+        return _stream_query(session, physical, info,
+                             explain_text(logical, optimized, physical))
+    started = time.perf_counter()
+    table = run_physical(session, physical)
+    elapsed = time.perf_counter() - started
+    return Result("query", table=table,
+                  plan_text=explain_text(logical, optimized, physical),
+                  metrics={"seconds": elapsed})
+
+
+def run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
+    """Run a physical plan on the session's engine."""
+    if session.settings.get("engine") == "spark":
+        from flowsql.spark import run_plan
+
+        return run_plan(physical, session.settings)
+    from flowsql.optimizer.distribution import parallelism
+
+    workers = parallelism(session.settings)
+    if workers > 1:
+        from flowsql.runtime.parallel import ParallelRunner
+
+        if session.parallel_runner is None:
+            session.parallel_runner = ParallelRunner()
+        return session.parallel_runner.execute(physical, session.settings, workers)  # type: ignore[no-any-return]
+    from flowsql.runtime.executor import execute
+
+    return execute(physical, session.settings)
+
+
+def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text: str
+                  ) -> Result:
+    """A SELECT in streaming mode: a changelog that runs when it is read --
+    ``Result.stream()`` shows the changes as they happen, ``to_arrow()`` runs a query over
+    bounded input to its end and returns the final rows."""
+    from flowsql.planner.schema import to_arrow_schema
+    from flowsql.runtime.streaming.job import ChangelogStream
+
+    stream = ChangelogStream(lambda: streaming_run(session, physical),
+                             to_arrow_schema(physical.schema), info.bounded)
+    return Result("query", plan_text=plan_text, changelog=stream)
+
+
+def streaming_run(session: Session, physical: PhysicalPlan) -> Any:
+    """A run of a streaming plan: in this process, or on the session's workers when
+    ``parallelism.default`` > 1 (the plan then has its exchanges)."""
+    from flowsql.optimizer.distribution import parallelism
+
+    settings = dict(session.settings)
+    workers = parallelism(settings)
+    if workers > 1:
+        from flowsql.runtime.parallel import ParallelRunner
+
+        if session.parallel_runner is None:
+            session.parallel_runner = ParallelRunner()
+        return session.parallel_runner.stream(physical, settings, workers)
+    from flowsql.runtime.streaming.executor import StreamingRun
+
+    return StreamingRun(physical, settings)
