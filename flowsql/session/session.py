@@ -10,24 +10,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from flowsql.planner.catalog import Catalog
-from flowsql.planner.config.settings import validate_setting
+from flowsql.planner.config.settings import default_settings, validate_setting
 from flowsql.session.result import Result
 
-DEFAULT_SETTINGS: dict[str, str] = {
-    "engine": "local",
-    "execution.memory-budget": "8gb",
-    "execution.batch-size": "65536",
-    "parallelism.default": "1",
-    "max_parallelism": "128",
-    "optimizer.broadcast-threshold-rows": "100000",
-    "execution.buffer-timeout": "100",
-    "execution.buffer-size": "1mb",
-    "execution.buffer-rows": "65536",
-    "execution.channel-credits": "4",
-    "execution.runtime-mode": "batch",
-    "pipeline.auto-watermark-interval": "200",
-}
-
+#: the settings a new session lists (``SET;``), with their declared defaults; every other
+#: declared setting reads as its default until it is set
+SESSION_KEYS = ("engine", "execution.memory-budget", "execution.batch-size",
+                "parallelism.default", "max_parallelism", "optimizer.broadcast-threshold-rows",
+                "execution.buffer-timeout", "execution.buffer-size", "execution.buffer-rows",
+                "execution.channel-credits", "execution.runtime-mode",
+                "pipeline.auto-watermark-interval")
+DEFAULT_SETTINGS: dict[str, str] = {key: default_settings()[key] for key in SESSION_KEYS}
 
 
 class Session:
