@@ -11,16 +11,13 @@ import pytest
 import flowsql
 from flowsql.tpch.queries import QUERY_NUMBERS, load_query
 from flowsql.tpch.verify import compare_tables, is_ordered_query
-
-TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-               "lineitem")
-SPARK_SETTINGS = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
-                  "spark.default.parallelism": "2"}
+from tests.harness.spark import SPARK_TEST_SETTINGS
+from tests.harness.tpch import TPCH_TABLES
 
 
 @pytest.fixture(scope="module")
 def spark_tpch(tpch_dir: Path) -> flowsql.Session:
-    session = flowsql.connect(engine="spark", **SPARK_SETTINGS)
+    session = flowsql.connect(engine="spark", **SPARK_TEST_SETTINGS)
     for name in TPCH_TABLES:
         session.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
     return session
@@ -45,7 +42,7 @@ def test_explain_pyspark_program_runs_standalone(spark_tpch: flowsql.Session,
     assert source is not None and "def build(spark)" in source
     namespace: dict[str, object] = {"__name__": "generated"}
     exec(compile(source, "generated.py", "exec"), namespace)
-    frame = namespace["build"](get_spark(SPARK_SETTINGS))  # type: ignore[operator]
+    frame = namespace["build"](get_spark(SPARK_TEST_SETTINGS))  # type: ignore[operator]
     actual = frame.toArrow()
     expected = duckdb_tpch.sql(sql).to_arrow_table()
     assert compare_tables(actual, expected, ordered=True, rel_tol=1e-9) == []

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from operator_harness import duck, leaf
 
 from flowsql.planner.expressions import AggCall
 from flowsql.planner.physical_streaming import OverAggregateExec
@@ -32,6 +31,7 @@ from flowsql.runtime.operators.over_aggregate import (
     LATE_RECORDS_DROPPED,
     OverAggregateOperator,
 )
+from tests.harness.operators import duck, leaf
 
 SCHEMA = pa.schema([("k", pa.string()), ("ts", pa.timestamp("ms")), ("v", pa.int64()),
                     ("seq", pa.int64())])
