@@ -23,7 +23,18 @@ def spark_tpch(tpch_dir: Path) -> flowsql.Session:
     return session
 
 
-@pytest.mark.parametrize("number", QUERY_NUMBERS, ids=[f"q{n:02d}" for n in QUERY_NUMBERS])
+# Each query takes 2-8 s on Spark. `make test` runs a subset covering the query shapes:
+# grouped decimal aggregates with date arithmetic (Q1), EXISTS (Q4), a single-row aggregate
+# (Q6), a left outer join under a nested aggregate (Q13), CASE and LIKE in an aggregate (Q14),
+# a correlated scalar subquery (Q17), substring, IN lists, NOT EXISTS and an uncorrelated
+# scalar subquery (Q22). The others repeat these shapes at larger joins and are slow; the
+# differential suite runs every feature on Spark as well.
+FAST_QUERIES = frozenset({1, 4, 6, 13, 14, 17, 22})
+
+
+@pytest.mark.parametrize("number", [
+    pytest.param(n, id=f"q{n:02d}", marks=() if n in FAST_QUERIES else pytest.mark.slow)
+    for n in QUERY_NUMBERS])
 def test_spark_engine_matches_duckdb(number: int, spark_tpch: flowsql.Session,
                                      duckdb_tpch: duckdb.DuckDBPyConnection) -> None:
     sql = load_query(number)
