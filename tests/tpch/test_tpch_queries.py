@@ -26,7 +26,7 @@ def test_the_package_ships_exactly_the_22_query_files_and_each_loads() -> None:
     shipped = sorted(entry.name for entry in resources.files("flowsql.tpch").joinpath(
         "queries").iterdir() if entry.name.endswith(".sql"))
     assert shipped == [f"q{n:02d}.sql" for n in range(1, 23)]
-    assert tuple(range(1, 23)) == QUERY_NUMBERS
+    assert tuple(int(name[1:3]) for name in shipped) == QUERY_NUMBERS
     texts = {n: load_query(n) for n in QUERY_NUMBERS}
     # each file's header names its own query, so two swapped files fail too
     assert [n for n, text in texts.items() if not text.startswith(f"-- TPC-H Q{n}:")] == []
