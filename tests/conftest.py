@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-               "lineitem")
-
-
-def ensure_tpch(sf: float) -> Path:
-    """Generate TPC-H Parquet at scale ``sf`` into data/sf<sf> unless already there."""
-    target = ROOT / "data" / f"sf{sf:g}"
-    if (target / "lineitem.parquet").exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".sf{sf:g}-", dir=target.parent))
-    exe = Path(sys.executable).with_name("tpchgen-cli")
-    subprocess.run([str(exe), "parquet", "-s", f"{sf:g}", "--output-dir", str(tmp)],
-                   check=True, capture_output=True)
-    try:
-        os.rename(tmp, target)
-    except OSError:  # another worker won the race
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+from tests.harness.tpch import TPCH_TABLES, create_table_sql, ensure_tpch
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +21,7 @@ def tpch_session(tpch_dir: Path):  # type: ignore[no-untyped-def]
 
     session = flowsql.connect()
     for name in TPCH_TABLES:
-        session.sql(f"CREATE TABLE {name} WITH ('connector'='filesystem', "
-                    f"'path'='{tpch_dir / (name + '.parquet')}', 'format'='parquet')")
+        session.sql(create_table_sql(name, tpch_dir))
     return session
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from diff_engines import Engines, open_engines
+
+from tests.harness.differential_engines import Engines, open_engines
 
 
 @pytest.fixture(scope="session", params=["local", "spark"])

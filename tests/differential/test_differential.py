@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from diff_engines import Engines
+
+from tests.harness.differential_engines import Engines
 
 QUERY_DIR = Path(__file__).resolve().parent / "queries"
 _NAME = re.compile(r"--\s*name:\s*(\S+)\s*$")

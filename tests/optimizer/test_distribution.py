@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 import flowsql
 from flowsql.planner.properties import ANY, BROADCAST, SINGLE, Distribution
 from flowsql.session import Session
-
-TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-               "lineitem")
+from tests.harness.tpch import TPCH_TABLES
 
 
 @pytest.fixture(scope="module")

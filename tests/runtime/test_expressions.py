@@ -7,13 +7,13 @@ from decimal import Decimal, localcontext
 
 import pyarrow as pa
 import pytest
-from expression_oracle import BATCH, FIELDS, call, col, duck, evaluate, lit, same
 
 from flowsql.errors import ExecutionError, PlanError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import AggCall, Case, Cast, Literal
 from flowsql.planner.schema import Field
 from flowsql.runtime.expressions import compile_expr, compile_predicate, evaluate_constant
+from tests.harness.expressions import BATCH, FIELDS, call, col, duck, evaluate, lit, same
 
 D152 = pa.decimal128(15, 2)
 

@@ -7,12 +7,12 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from expression_oracle import call, col, duck, evaluate, lit, same
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Cast, Literal
 from flowsql.runtime.expressions import evaluate_constant
+from tests.harness.expressions import call, col, duck, evaluate, lit, same
 
 S = T.STRING
 D152 = pa.decimal128(15, 2)

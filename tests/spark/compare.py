@@ -12,8 +12,7 @@ import pyarrow as pa
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.spark import run_plan
-
-from .conftest import SETTINGS
+from tests.harness.spark import SPARK_TEST_SETTINGS
 
 
 def _normal(value: Any) -> Any:
@@ -35,7 +34,7 @@ def _key(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def run(plan: PhysicalPlan, **settings: str) -> pa.Table:
     """run_plan, checking the result has exactly the plan's names and Arrow types."""
-    result = run_plan(plan, {**SETTINGS, **settings})
+    result = run_plan(plan, {**SPARK_TEST_SETTINGS, **settings})
     expected = to_arrow_schema(plan.schema)
     assert result.schema.names == expected.names
     assert [f.type for f in result.schema] == [f.type for f in expected], result.schema

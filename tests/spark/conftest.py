@@ -15,9 +15,7 @@ import pytest
 
 from flowsql.planner.catalog import TableEntry
 from flowsql.spark.session import get_spark
-
-SETTINGS = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "2"}
+from tests.harness.spark import SPARK_TEST_SETTINGS
 
 D = decimal.Decimal
 
@@ -54,7 +52,7 @@ def _tables() -> dict[str, pa.Table]:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    return get_spark(SETTINGS)
+    return get_spark(SPARK_TEST_SETTINGS)
 
 
 @pytest.fixture(scope="session")

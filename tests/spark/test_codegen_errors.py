@@ -18,10 +18,10 @@ from flowsql.planner.physical import (
 from flowsql.planner.schema import Field
 from flowsql.spark import generate_pyspark_source, run_plan
 from flowsql.spark.session import check_java
+from tests.harness.spark import SPARK_TEST_SETTINGS
 
 from .builders import agg, call, col, lit, project, scan
 from .compare import assert_rows, run
-from .conftest import SETTINGS
 
 
 def revenue_by_group(tables) -> PhysicalPlan:  # type: ignore[no-untyped-def]
@@ -64,7 +64,7 @@ def test_unsupported_function_names_it(tables) -> None:  # type: ignore[no-untyp
     with pytest.raises(PlanError, match="does not support function 'frobnicate'"):
         generate_pyspark_source(plan)
     with pytest.raises(PlanError, match="frobnicate"):
-        run_plan(plan, SETTINGS)
+        run_plan(plan, SPARK_TEST_SETTINGS)
 
 
 def test_unsupported_node_names_it() -> None:
@@ -83,7 +83,7 @@ def test_runtime_error_is_one_line(tables) -> None:  # type: ignore[no-untyped-d
     t = scan(tables["t"])
     plan = project(t, ("n", Cast(col(t, "s"), T.INT32)))
     with pytest.raises(ExecutionError) as info:
-        run_plan(plan, SETTINGS)
+        run_plan(plan, SPARK_TEST_SETTINGS)
     message = str(info.value)
     assert message.startswith("Spark: [CAST_INVALID_INPUT]") and "'apple'" in message
     assert "\n" not in message and "SQLSTATE" not in message
@@ -94,7 +94,7 @@ def test_analysis_error_is_one_line(tables) -> None:  # type: ignore[no-untyped-
     t, u = scan(tables["t"]), scan(tables["u"])
     plan = FilterExec(t, call("eq", col(u, "k"), lit(1, T.INT64)), 1.0)  # u is not an input
     with pytest.raises(ExecutionError, match=r"^Spark: \[UNRESOLVED_COLUMN") as info:
-        run_plan(plan, SETTINGS)
+        run_plan(plan, SPARK_TEST_SETTINGS)
     assert "\n" not in str(info.value)
 
 

@@ -11,9 +11,9 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from test_window_distinct_sql import LATE, SPLIT, _session, _write
 
 import flowsql
+from tests.streaming.test_window_distinct_sql import LATE, SPLIT, _session, _write
 
 EPOCH = dt.datetime(2024, 1, 1)
 TUMBLE = "TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND)"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 import flowsql
 from flowsql.errors import PlanError
+from tests.harness.event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 N = None
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 import flowsql
+from tests.harness.event_tables import LEFT, RIGHT, at, events_session, sorted_rows, write_events
 
 # ts 15 moves the watermark to 13 s, which fires [0, 10) before the row at 5 s arrives
 LATE = [("a", 1, 1), ("a", 2, 15), ("a", 3, 5), ("b", 4, 16)]

@@ -4,6 +4,8 @@ of tpchgen-cli differ from dbgen's, which changes Q13's counts but no other row 
 
 from __future__ import annotations
 
+from importlib import resources
+
 import duckdb
 import pytest
 import sqlglot
@@ -18,8 +20,17 @@ EXPECTED_ROWS_SF001 = {1: 4, 2: 4, 3: 10, 4: 5, 5: 5, 6: 1, 7: 4, 8: 2, 9: 173, 
 UNORDERED = {6, 14, 17, 19}  # single-row aggregates without ORDER BY
 
 
-def test_there_are_22_queries() -> None:
-    assert tuple(range(1, 23)) == QUERY_NUMBERS
+def test_the_package_ships_exactly_the_22_query_files_and_each_loads() -> None:
+    """Reads the package's data directory, not QUERY_NUMBERS: a missing, extra or misnamed
+    query file fails here, and so does a QUERY_NUMBERS that disagrees with the files."""
+    shipped = sorted(entry.name for entry in resources.files("flowsql.tpch").joinpath(
+        "queries").iterdir() if entry.name.endswith(".sql"))
+    assert shipped == [f"q{n:02d}.sql" for n in range(1, 23)]
+    assert tuple(int(name[1:3]) for name in shipped) == QUERY_NUMBERS
+    texts = {n: load_query(n) for n in QUERY_NUMBERS}
+    # each file's header names its own query, so two swapped files fail too
+    assert [n for n, text in texts.items() if not text.startswith(f"-- TPC-H Q{n}:")] == []
+    assert len(set(texts.values())) == 22
 
 
 @pytest.mark.parametrize("number", QUERY_NUMBERS)

@@ -120,7 +120,7 @@ def test_a_killed_sender_breaks_the_channel_promptly() -> None:
         gate = InputGate([channel])
         assert gate.next(timeout=60) is not None  # connected and sending
         peer.kill()
-        peer.wait(30)
+        peer.communicate(timeout=30)  # reaps it and closes its pipes
         started = time.monotonic()
         with pytest.raises(ChannelError, match="before end of input|connection"):
             while gate.next(timeout=30) is not None:
@@ -156,6 +156,7 @@ def test_aborting_the_receiver_fails_a_blocked_sender() -> None:
         with pytest.raises(ChannelError):
             receiver.poll()
             receiver.poll()
+        sender.abort("the test is over")  # a failed sender still owns its socket
     finally:
         server.close()
 

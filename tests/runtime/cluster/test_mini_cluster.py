@@ -150,7 +150,7 @@ def test_workers_exit_when_the_coordinator_process_dies() -> None:
         assert len(pids) == 2 and not any(gone(pid) for pid in pids)
     finally:
         coordinator.kill()
-        coordinator.wait(30)
+        coordinator.communicate(timeout=30)  # reaps it and closes the pipe
     assert wait_until(lambda: all(gone(pid) for pid in pids), 20)
 
 

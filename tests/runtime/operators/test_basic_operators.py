@@ -7,7 +7,6 @@ import decimal
 
 import pyarrow as pa
 import pytest
-from operator_harness import assert_rows, drive, duck, leaf
 
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Call, Literal, SortKey
@@ -20,6 +19,7 @@ from flowsql.planner.physical import (
     ValuesExec,
 )
 from flowsql.planner.schema import Field
+from tests.harness.operators import assert_rows, drive, duck, leaf
 
 D = decimal.Decimal
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from operator_harness import assert_rows, drive, duck, leaf
 
 from flowsql.planner import types as T
 from flowsql.planner.physical import SetOpExec
 from flowsql.planner.schema import Field
+from tests.harness.operators import assert_rows, drive, duck, leaf
 
 SET_LEFT = pa.table({"a": pa.array([1, 1, 1, 2, None, None, 3], pa.int64()),
                      "b": pa.array(["x", "x", "x", "y", None, None, "z"])})

@@ -20,6 +20,7 @@ from flowsql.session import Session
 from flowsql.session.execute.planning import plan_query
 from flowsql.sql.statement_parser import parse_one
 from flowsql.tpch.queries import QUERY_NUMBERS, load_query
+from tests.harness.tpch import TPCH_TABLES
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,7 @@ def test_parallelism_one_runs_in_process(tpch_dir: Path) -> None:
 @pytest.mark.parametrize("number", QUERY_NUMBERS)
 def test_tpch_stage_plans_round_trip_through_json(tpch_dir: Path, number: int) -> None:
     s = flowsql.connect(parallelism=3)
-    for name in ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-                 "lineitem"):
+    for name in TPCH_TABLES:
         s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
     _, _, physical = plan_query(s, parse_one(load_query(number)))
     graph = build_job_graph(physical, 3)

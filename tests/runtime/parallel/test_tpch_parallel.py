@@ -16,9 +16,8 @@ import flowsql
 from flowsql.session import Session
 from flowsql.tpch.queries import QUERY_NUMBERS, load_query
 from flowsql.tpch.verify import compare_tables, is_ordered_query
+from tests.harness.tpch import TPCH_TABLES
 
-TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-               "lineitem")
 CONFIGURATIONS = {"p2-hash-joins": (2, "100"), "p4-broadcast-joins": (4, "100000")}
 
 

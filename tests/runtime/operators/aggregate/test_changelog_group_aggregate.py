@@ -12,7 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from operator_harness import assert_rows, duck
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
@@ -32,6 +31,7 @@ from flowsql.runtime.changelog import (
 )
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.aggregate.changelog_group_aggregate import GroupAggregateOperator
+from tests.harness.operators import assert_rows, duck
 
 D = decimal.Decimal
 KINDS = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}

@@ -7,13 +7,13 @@ import decimal
 
 import pyarrow as pa
 import pytest
-from operator_harness import assert_rows, drive, duck, leaf
 
 from flowsql.errors import ExecutionError, ResourceExhausted
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Call, Expr, conjoin
 from flowsql.planner.physical import HashJoinExec, NestedLoopJoinExec, ValuesExec
 from flowsql.planner.schema import Field
+from tests.harness.operators import assert_rows, drive, duck, leaf
 
 D = decimal.Decimal
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from operator_harness import duck, leaf, rows
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
@@ -27,6 +26,7 @@ from flowsql.runtime.changelog import ROW_KIND, with_row_kinds
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.join.interval_join import IntervalJoinOperator
+from tests.harness.operators import duck, leaf, rows
 
 N = None
 EPOCH = datetime.datetime(2024, 1, 1)

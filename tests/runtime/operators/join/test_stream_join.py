@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from operator_harness import duck, leaf, rows
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
@@ -36,6 +35,7 @@ from flowsql.runtime.changelog import (
 )
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.join.stream_join import StreamJoinOperator
+from tests.harness.operators import duck, leaf, rows
 
 N = None
 LEFT = pa.table({"k": pa.array([], pa.int64()), "a": pa.array([], pa.string())})

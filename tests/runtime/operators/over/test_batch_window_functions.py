@@ -7,12 +7,12 @@ import decimal
 
 import pyarrow as pa
 import pytest
-from operator_harness import assert_rows, drive, duck, leaf
 
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Frame, FrameBound, Literal, SortKey, WindowCall
 from flowsql.planner.physical import WindowExec
 from flowsql.planner.schema import Field
+from tests.harness.operators import assert_rows, drive, duck, leaf
 
 D = decimal.Decimal
 

@@ -15,7 +15,6 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 import pytest
-from operator_harness import duck, leaf, rows
 
 from flowsql.planner.expressions import SortKey
 from flowsql.planner.physical_streaming import RankExec
@@ -24,6 +23,7 @@ from flowsql.runtime.changelog import LABELS, is_updating, materialize, row_kind
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.registry import create_operator
+from tests.harness.operators import duck, leaf, rows
 
 Step: TypeAlias = pa.RecordBatch | int  # a batch, or a watermark (ms)
 WINDOWED = pa.schema([("k", pa.string()), ("ts", pa.timestamp("ms")), ("v", pa.int64()),

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from operator_harness import assert_rows, drive, duck
 
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import Call, Literal
 from flowsql.planner.physical import TableScanExec
 from flowsql.planner.schema import Field
+from tests.harness.operators import assert_rows, drive, duck
 
 DATA = pa.table({
     "id": pa.array(range(20), pa.int64()),

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from operator_harness import drive
-
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Call, Literal
 from flowsql.planner.physical import ValuesExec
 from flowsql.planner.schema import Field
+from tests.harness.operators import drive
 
 
 def test_values_builds_typed_rows() -> None:

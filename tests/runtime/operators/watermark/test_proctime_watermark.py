@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 import pytest
-from operator_harness import leaf
 
 import flowsql
 from flowsql.planner.physical import WindowAggregateExec
@@ -24,6 +23,7 @@ from flowsql.runtime.registry import create_operator
 from flowsql.session.execute.planning import plan_statement
 from flowsql.sql.bind_query import PROCTIME_TYPE
 from flowsql.sql.statement_parser import parse_one
+from tests.harness.operators import leaf
 
 
 class FakeClock:

@@ -4,12 +4,12 @@ between, chunking-independent; periodic emission on idle."""
 from __future__ import annotations
 
 import pyarrow as pa
-from operator_harness import leaf
 
 from flowsql.planner.physical_streaming import WatermarkAssignerExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.watermark.watermark_assigner import WatermarkAssignerOperator
+from tests.harness.operators import leaf
 
 TS = pa.timestamp("ms")
 

@@ -19,7 +19,6 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from operator_harness import duck, leaf, rows
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
@@ -35,6 +34,7 @@ from flowsql.runtime.operators.window.cascading_window_aggregate import (
 )
 from flowsql.runtime.registry import create_operator
 from flowsql.runtime.state.store import merge_snapshots
+from tests.harness.operators import duck, leaf, rows
 
 N = None
 EPOCH = datetime.datetime(2024, 1, 1)

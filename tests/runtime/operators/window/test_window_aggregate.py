@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from window_harness import reference, run
 
 from flowsql.errors import ExecutionError, PlanError
 from flowsql.runtime.operator import OperatorContext
@@ -25,6 +24,7 @@ from flowsql.runtime.operators.window.window_specs import (
     WindowAggregateSpec,
     WindowSpec,
 )
+from tests.harness.windows import reference, run
 
 EVENTS = [("a", 1, 1), ("b", 3, 3), ("a", 12, 12), ("a", 2, 2), ("b", 7, 7), ("a", 25, 25),
           ("b", 4, 4), ("a", 16, 16)]

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from window_harness import SCHEMA, batches, feed, open_operator, reference, rows, run
 
 from flowsql.runtime.operators.window.accumulators import Accumulators
 from flowsql.runtime.operators.window.window_specs import AggregateSpec, WindowSpec
+from tests.harness.windows import SCHEMA, batches, feed, open_operator, reference, rows, run
 
 DISTINCT = (AggregateSpec("count", 2, "keys", distinct=True),
             AggregateSpec("sum", 2, "total", distinct=True),

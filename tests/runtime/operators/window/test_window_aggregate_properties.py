@@ -6,11 +6,11 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from window_harness import batches, feed, open_operator, reference, rows, run
 
 from flowsql.runtime.operators.window.window_specs import WindowSpec
 from flowsql.runtime.partitioning import split_batch_by_subtask
 from flowsql.runtime.state.store import merge_snapshots
+from tests.harness.windows import batches, feed, open_operator, reference, rows, run
 
 WINDOWS = [WindowSpec.tumble(10), WindowSpec.tumble(7, offset=2), WindowSpec.hop(4, 12),
            WindowSpec.cumulate(3, 9), WindowSpec.session(4)]

@@ -1,5 +1,5 @@
 """The two engines under comparison, opened over the same files under the same names: the
-eight TPC-H tables plus the NULL-heavy tables of :mod:`null_tables`.
+eight TPC-H tables plus the NULL-heavy tables of :mod:`tests.harness.null_tables`.
 
 A table flowsql fails to register is remembered rather than raised, so that only the
 queries reading it fail (with the registration error), not the whole suite.
@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from null_tables import write_tables
-
-TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
-               "lineitem")
+from tests.harness.null_tables import write_tables
+from tests.harness.spark import SPARK_TEST_SETTINGS
+from tests.harness.tpch import TPCH_TABLES, create_table_sql
 
 
 @dataclass
@@ -25,10 +24,6 @@ class Engines:
     flowsql: Any
     duckdb: Any
     broken: dict[str, str]
-
-
-SPARK_TEST_SETTINGS = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
-                       "spark.default.parallelism": "2"}
 
 
 def open_engines(tpch_dir: Path, data_dir: Path, engine: str = "local") -> Engines:
@@ -44,8 +39,7 @@ def open_engines(tpch_dir: Path, data_dir: Path, engine: str = "local") -> Engin
     broken: dict[str, str] = {}
     statements: list[tuple[str, str, str]] = [
         (name,
-         f"CREATE TABLE {name} WITH ('connector'='filesystem', "
-         f"'path'='{tpch_dir / (name + '.parquet')}', 'format'='parquet')",
+         create_table_sql(name, tpch_dir),
          f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{tpch_dir / (name + '.parquet')}')")
         for name in TPCH_TABLES]
     for table in write_tables(data_dir):
