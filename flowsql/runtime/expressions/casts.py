@@ -1,10 +1,12 @@
-"""SQL CAST with DuckDB's conversions.
+"""SQL CAST: Flink's conversions to integers, DuckDB's everywhere else.
 
-Strings are trimmed of surrounding spaces before parsing; booleans accept
-true/false/t/f/yes/no/y/n/1/0; a string with a fraction cast to an integer is rounded.
-Narrowing a decimal's scale rounds half away from zero, a double cast to an integer rounds
-half to even (both as DuckDB); every range check is kept (out-of-range is an error, never
-a wrap). Numbers print as DuckDB prints them: decimals keep their scale, doubles use the
+A fractional number (double, decimal, or a string such as ``'2.5'``) cast to an integer type
+is truncated toward zero, as Flink and Spark do; DuckDB rounds instead, and a join or group
+key computed by such a cast must match the rows Flink matches. The truncated value must fit
+the target type: out of range (and NaN or infinity) is an error naming the value, never a
+wrap or a saturation. Strings are trimmed of surrounding spaces before parsing; booleans
+accept true/false/t/f/yes/no/y/n/1/0. Narrowing a decimal's scale rounds half away from
+zero (DuckDB and Flink agree). Numbers print as DuckDB prints them: decimals keep their scale, doubles use the
 shortest round-trip form with a ``.0`` for integral values. A value that cannot be cast
 raises :class:`ExecutionError` naming that value and the target type.
 """
@@ -74,9 +76,10 @@ def _string_to_number(target: pa.DataType) -> Converter:
         try:
             return pc.cast(trimmed, target)
         except pa.ArrowInvalid:
-            # '2.5' AS INTEGER is 3 in DuckDB: parse as an exact decimal, then round.
+            # '2.5' AS INTEGER is 2 (Flink truncates; DuckDB would round to 3): parse as an
+            # exact decimal, then truncate.
             exact = pc.cast(trimmed, pa.decimal128(T.MAX_DECIMAL_PRECISION, 12))
-            return pc.cast(pc.round(exact, 0, round_mode=_HALF_AWAY), target)
+            return pc.cast(pc.trunc(exact), target)
     return convert
 
 
@@ -89,11 +92,9 @@ def _decimal_to_decimal(target: pa.DataType) -> Converter:
 
 
 def _to_integer(target: pa.DataType) -> Converter:
+    """Truncation toward zero, then a checked cast (NaN and out-of-range values fail)."""
     def convert(values: Datum) -> Datum:
-        mode = "half_to_even" if T.is_float(values.type) else _HALF_AWAY
-        if T.is_decimal(values.type) or T.is_float(values.type):
-            values = pc.round(values, 0, round_mode=mode)
-        return pc.cast(values, target)
+        return pc.cast(pc.trunc(values), target)
     return convert
 
 
