@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
-from flowsql.runtime.expressions.registry import Datum, Node, Run
+from flowsql.planner.expressions import Call
+from flowsql.runtime.expressions.registry import Datum, Node, Run, register
 from flowsql.runtime.expressions.support import typed_null
 
 _TRUE_WORDS = pa.array(["true", "t", "yes", "y", "1"])
@@ -163,3 +164,45 @@ def build_cast(arg: Node, target: pa.DataType) -> Run:
         return lambda batch: null
     convert = _strict(converter(source, target), target)
     return lambda batch: convert(run(batch))
+
+
+def build_try_cast(arg: Node, target: pa.DataType) -> Run:
+    """TRY_CAST: CAST, except that a value which cannot be converted becomes NULL (Flink).
+
+    The whole batch is converted at once; only when that fails are the distinct values
+    tried one by one (the error path) and the failing ones replaced by NULL."""
+    source = arg.dtype
+    run = arg.run
+    if source.equals(target):
+        return run
+    if T.is_null(source):
+        null = typed_null(target)
+        return lambda batch: null
+    convert = converter(source, target)
+
+    def attempt(batch: pa.RecordBatch) -> Datum:
+        values = run(batch)
+        try:
+            return convert(values)
+        except (pa.ArrowException, ValueError, ExecutionError):
+            pass
+        if isinstance(values, pa.Scalar):
+            return typed_null(target)
+        bad = [v for v in pc.unique(values) if v.is_valid and _fails(convert, v)]
+        keep = pc.invert(pc.fill_null(pc.is_in(values, value_set=pa.array(
+            [v.as_py() for v in bad], values.type)), False))
+        return convert(pc.if_else(keep, values, typed_null(values.type)))
+    return attempt
+
+
+def _fails(convert: Converter, value: pa.Scalar) -> bool:
+    try:
+        convert(pa.array([value.as_py()], type=value.type))
+    except (pa.ArrowException, ValueError, ExecutionError):
+        return True
+    return False
+
+
+@register("try_cast")
+def _try_cast(call: Call, args: list[Node]) -> Run:
+    return build_try_cast(args[0], call.dtype)

@@ -92,3 +92,31 @@ def _sign(call: Call, args: list[Node]) -> Run:
             x = pc.cast(x, T.FLOAT64)
         return pc.cast(pc.sign(x), T.INT64)
     return sign
+
+
+@register("log")
+def _log(call: Call, args: list[Node]) -> Run:
+    """LOG(base, x) = ln(x) / ln(base) in double precision (Flink)."""
+    base, value = (a.run for a in args)
+    return lambda batch: pc.divide(pc.ln(pc.cast(value(batch), T.FLOAT64)),
+                                   pc.ln(pc.cast(base(batch), T.FLOAT64)))
+
+
+@register("truncate")
+def _truncate(call: Call, args: list[Node]) -> Run:
+    """TRUNCATE(x[, digits]): ``x`` cut toward zero to ``digits`` decimals (tens, hundreds,
+    ... for negative ``digits``), keeping its type (Flink)."""
+    value = args[0]
+
+    def cut(x: Datum, digits: int) -> Datum:
+        if T.is_integer(x.type):
+            if digits >= 0:
+                return x
+            x = pc.cast(x, pa.decimal128(T.integer_as_decimal(x.type).precision, 0))
+        return pc.round(x, int(digits), round_mode="towards_zero")
+
+    if len(args) == 1:
+        return lambda batch: cut(value.run(batch), 0)
+    digits = args[1]
+    return lambda batch: per_distinct(value.run(batch), digits.run(batch), batch.num_rows,
+                                      cut, call.dtype)
