@@ -235,7 +235,7 @@ def _chr(call: Call, args: list[Node]) -> Run:
         codes = as_array(run(batch), batch.num_rows)
         negative = pc.fill_null(pc.less(codes, 0), False)
         index = pc.remainder(pc.max_element_wise(pc.cast(codes, pa.int64()), 0), 256)
-        chars = pc.take(_BYTE_CHARS, index)
+        chars = with_nulls_of(as_array(pc.take(_BYTE_CHARS, index), len(codes)), codes)
         return pc.if_else(negative, _NULL_STRING, chars)
     return character
 
