@@ -337,12 +337,29 @@ def _constant_text(call: Call, index: int, what: str) -> str:
     return arg.value
 
 
+_MONTHS_PER_UNIT = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
 @_register("timestampdiff")
 def _timestampdiff(r: Renderer, call: Call) -> str:
-    # Spark counts whole units like Flink (truncating; months compare day and time).
     unit = _constant_text(call, 0, "unit").upper()
     start, end = (cast(r.render(a), pa.timestamp("us")) for a in call.args[1:])
-    return cast(f"F.timestamp_diff({unit!r}, {start}, {end})", call.dtype)
+    if unit not in _MONTHS_PER_UNIT:
+        # Whole units of elapsed time, truncated toward zero: Spark's rule too.
+        return cast(f"F.timestamp_diff({unit!r}, {start}, {end})", call.dtype)
+    # Spark counts months by the calendar (Jan 31 to Feb 29 is 0); Flink counts a month once
+    # adding it, the day clamped, does not pass the end (1), as the local engine does.
+    low = f"F.least({start}, {end})"
+    high = f"F.greatest({start}, {end})"
+    months = (f"((F.year({high}) * 12 + F.month({high})) - "
+              f"(F.year({low}) * 12 + F.month({low})))")
+    reached = f"F.timestamp_add('MONTH', {months}, {low})"
+    whole = f"F.when({reached} > {high}, {months} - 1).otherwise({months})"
+    # least/greatest skip NULLs; a NULL bound must give NULL.
+    signed = (f"F.when({start}.isNull() | {end}.isNull(), F.lit(None))"
+              f".when({end} < {start}, -{whole}).otherwise({whole})")
+    per = _MONTHS_PER_UNIT[unit]
+    return cast(signed if per == 1 else f"({signed} / {per})", call.dtype)
 
 
 @_register("ceil_temporal")
@@ -409,17 +426,19 @@ def _to_timestamp_ltz(r: Renderer, call: Call) -> str:
 @_register("concat_ws")
 def _concat_ws(r: Renderer, call: Call) -> str:
     # Spark's concat_ws skips NULL values and is NULL for a NULL separator, as Flink's.
-    return f"F.concat_ws({', '.join(_args(r, call))})" if len(call.args) > 1 else \
+    # F.concat_ws takes the separator as a Python string; the SQL function takes a column.
+    return f"F.call_function('concat_ws', {', '.join(_args(r, call))})" \
+        if len(call.args) > 1 else \
         f"F.when({r.render(call.args[0])}.isNotNull(), F.lit(''))"
 
 
 @_register("locate")
 def _locate(r: Renderer, call: Call) -> str:
     needle, haystack = call.args[0], call.args[1]
-    if len(call.args) == 2:
-        return cast(f"F.locate({r.render(needle)}, {r.render(haystack)})", call.dtype)
-    start = _int_arg(r, call.args[2])
-    # F.locate takes the start as a Python int only; the SQL function takes a column.
+    # A start before 1 searches from 1 in Flink; Spark would answer 0. F.locate takes the
+    # needle and the start as Python values only; the SQL function takes columns.
+    start = f"F.greatest({_int_arg(r, call.args[2])}, F.lit(1))" if len(call.args) > 2 \
+        else "F.lit(1)"
     return cast(f"F.call_function('locate', {r.render(needle)}, {r.render(haystack)}, "
                 f"{start})", call.dtype)
 
@@ -477,7 +496,19 @@ def _is_kind(r: Renderer, call: Call) -> str:
     return f"F.coalesce({r.render(call.args[0])}.rlike({pattern!r}), F.lit(False))"
 
 
-SCALAR["log"] = _simple("log")
+
+
+@_register("log")
+def _log(r: Renderer, call: Call) -> str:
+    base, value = _args(r, call)
+    # Spark's log is NULL for a non-positive argument; Flink's (Java's) is -inf for 0 and NaN
+    # below, as the local engine's.
+    return (f"F.when({value} > 0, F.call_function('log', {base}, {value}))"
+            f".when({value} == 0, F.lit(float('-inf')) / F.ln({base}))"
+            f".when({value} < 0, F.lit(float('nan')))")
+
+
+
 SCALAR["ascii"] = _simple("ascii")
 for _name in ("md5", "sha1"):
     SCALAR[_name] = _simple(_name, typed=False)

@@ -127,10 +127,10 @@ def strptime_format(pattern: str) -> str:
 def parse_timestamps(text: Datum, pattern: str | None, unit: str) -> Datum:
     """Strings to ``timestamp(unit)``; a string that does not match is NULL (Flink)."""
     if pattern is None:
-        # Flink's default accepts 'yyyy-MM-dd HH:mm:ss' with an optional fraction.
+        # Flink's default accepts 'yyyy-MM-dd[ HH:mm:ss[.fraction]]'.
         trimmed = pc.utf8_trim_whitespace(text)
         ok = pc.match_substring_regex(
-            trimmed, r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?$")
+            trimmed, r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?)?$")
         ok = pc.fill_null(ok, False)
         kept = pc.if_else(ok, trimmed, pa.scalar(None, pa.string()))
         return _cast_or_null(kept, pa.timestamp(unit))
@@ -142,9 +142,8 @@ def _cast_or_null(text: Datum, target: pa.DataType) -> Datum:
         return pc.cast(text, target)
     except pa.ArrowInvalid:
         # Valid shape, impossible value: only a value such as '2024-13-01 00:00:00' gets here: NULL for the bad ones.
-        day_ok = pc.is_valid(pc.strptime(pc.utf8_slice_codeunits(text, 0, 19),
-                                         format="%Y-%m-%d %H:%M:%S", unit="s",
-                                         error_is_null=True))
+        day_ok = pc.is_valid(pc.strptime(pc.utf8_slice_codeunits(text, 0, 10),
+                                         format="%Y-%m-%d", unit="s", error_is_null=True))
         return pc.cast(pc.if_else(day_ok, text, pa.scalar(None, pa.string())), target)
 
 

@@ -4,13 +4,14 @@
 JSON_VALUE returns a scalar as text (a number as written by JSON, a boolean as
 true/false) and NULL for an object, an array, JSON null, a missing path or text that is not
 JSON; JSON_QUERY returns the object or array found as JSON text (WITHOUT WRAPPER) and NULL
-for a scalar; JSON_EXISTS is whether the path finds anything (false for text that is not
-JSON). pyarrow has no JSON kernels: each distinct document of a batch is parsed once in
+for a scalar; JSON_EXISTS is whether the path finds a value other than JSON null (false for text that is
+not JSON). pyarrow has no JSON kernels: each distinct document of a batch is parsed once in
 Python, a loop over distinct values.
 """
 
 from __future__ import annotations
 
+import decimal
 import json
 import re
 from collections.abc import Callable
@@ -51,7 +52,8 @@ def parse_path(path: str) -> tuple[str | int, ...]:
 
 def _find(document: str, steps: tuple[str | int, ...]) -> Any:
     try:
-        node = json.loads(document)
+        # Numbers stay exact so that JSON_VALUE returns them as written ('1.50').
+        node = json.loads(document, parse_float=decimal.Decimal)
     except ValueError:
         return _MISSING
     for step in steps:
@@ -68,12 +70,13 @@ def _value_text(found: Any) -> str | None:
         return None
     if isinstance(found, bool):
         return "true" if found else "false"
-    return found if isinstance(found, str) else json.dumps(found)
+    return found if isinstance(found, str) else str(found)
 
 
 def _query_text(found: Any) -> str | None:
     if isinstance(found, dict | list):
-        return json.dumps(found, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(found, separators=(",", ":"), ensure_ascii=False,
+                          default=float)
     return None
 
 
@@ -100,4 +103,6 @@ def _json_function(name: str, fn: Callable[[Any], Any], out_type: pa.DataType) -
 
 _json_function("json_value", _value_text, pa.string())
 _json_function("json_query", _query_text, pa.string())
-_json_function("json_exists", lambda found: found is not _MISSING, pa.bool_())
+# A path that finds JSON null does not exist (Flink).
+_json_function("json_exists", lambda found: found is not _MISSING and found is not None,
+               pa.bool_())

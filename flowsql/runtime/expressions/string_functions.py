@@ -3,8 +3,11 @@ SPLIT_INDEX, REGEXP_EXTRACT, REGEXP_REPLACE, TRIM with characters, ASCII, CHR, O
 the IS_ALPHA / IS_DIGIT / IS_DECIMAL predicates.
 
 Semantics are Flink's: CONCAT_WS skips NULL arguments but a NULL separator gives NULL;
-SPLIT_INDEX counts from 0 and is NULL past the last piece; REGEXP_EXTRACT returns group
-``index`` (0 = the whole match, the default) of the first match, NULL without a match;
+SPLIT_INDEX counts from 0 and is NULL past the last piece (an empty separator leaves
+the text whole, piece 0); LOCATE searches from 1 when the start is before 1; REGEXP_EXTRACT returns group
+``index`` (0 = the whole match, the default) of the first match, NULL without a match
+(a group that took no part in the match is '' here and NULL in Flink: RE2 through pyarrow
+does not tell the two apart); INITCAP capitalizes a letter after a digit (Flink does not);
 REGEXP_REPLACE's replacement refers to groups as ``$1`` (Java); ASCII of '' is 0; CHR takes
 the code modulo 256; the IS_* predicates are false (not NULL) for NULL. Regular expressions
 run on RE2, which has no back-references or look-around (Java has).
@@ -63,8 +66,7 @@ def _locate(call: Call, args: list[Node]) -> Run:
         offset = 1 if start is None else start.run(batch)
 
         def from_position(values: Datum, begin: int) -> Datum:
-            if begin < 1:
-                return pa.array(np.zeros(len(values), np.int64))
+            begin = max(int(begin), 1)  # a start before 1 searches from 1 (Flink)
             tail = pc.utf8_slice_codeunits(values, begin - 1)
             return _find(tail, needle.run(batch), n, begin - 1)
         if isinstance(offset, int):
@@ -89,8 +91,10 @@ def _split_index(call: Call, args: list[Node]) -> Run:
     value, separator, index = args
 
     def piece(values: Datum, sep: str, i: int) -> Datum:
-        if i < 0 or sep == "":
+        if i < 0 or (sep == "" and i > 0):
             return pa.nulls(len(values), pa.string())
+        if sep == "":  # no separator: the whole text is piece 0
+            return values
         parts = pc.split_pattern(values, pattern=sep)
         return pc.list_element(pc.list_slice(parts, i, i + 1, return_fixed_size_list=True), 0)
 
@@ -144,7 +148,6 @@ def _regexp_extract(call: Call, args: list[Node]) -> Run:
             raise ExecutionError(f"REGEXP_EXTRACT: group {group} does not exist in '{regex}'")
         matched = pc.extract_regex(values, pattern=named)
         field = pc.struct_field(matched, [group])
-        # A group that took no part in the match is '' in pyarrow and NULL in Java.
         return pc.if_else(pc.is_valid(matched), field, _NULL_STRING)
 
     def run(batch: pa.RecordBatch) -> Datum:

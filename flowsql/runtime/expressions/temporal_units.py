@@ -1,9 +1,10 @@
 """Flink's unit-based temporal functions: TIMESTAMPDIFF(unit, a, b) and CEIL(x TO unit).
 
 ``timestampdiff`` counts the whole units elapsed from ``a`` to ``b``, truncated toward zero
-(Flink/Calcite): 10:59 to 11:00 is 0 hours, 2024-01-31 to 2024-02-29 is 0 months because
-the 31st was not reached again. Months, quarters and years compare the calendar month and
-then the day and time of day; shorter units divide the exact elapsed time. The result is an
+(Flink/Calcite): 10:59 to 11:00 is 0 hours. A month has elapsed once adding it (with the day
+clamped to the month's length) does not pass ``b``: 2024-01-31 to 2024-02-29 is one month,
+2024-01-30 10:00 to 2024-02-29 09:00 none. Quarters and years are 3 and 12 such months;
+shorter units divide the exact elapsed time. The result is an
 INT; a count outside its range is an error.
 
 ``ceil_temporal`` rounds up to the unit (a value already on a boundary stays), the
@@ -48,16 +49,37 @@ def _micros(values: pa.Array) -> np.ndarray:
     return filled_numpy(pc.cast(values, pa.int64()), 0).astype(np.int64)
 
 
+_DAY_US = 86_400_000_000
+
+
+def _add_months(days: np.ndarray, months: np.ndarray) -> np.ndarray:
+    """Day numbers shifted by whole months, the day clamped to the target month's length."""
+    d = days.astype("datetime64[D]")
+    month = d.astype("datetime64[M]")
+    target = month + months.astype("timedelta64[M]")
+    last = (target + np.timedelta64(1, "M")).astype("datetime64[D]") - np.timedelta64(1, "D")
+    return np.minimum(target.astype("datetime64[D]") + (d - month.astype("datetime64[D]")),
+                      last).astype(np.int64)
+
+
+def _months_forward(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The largest ``m`` with ``start + m months <= end`` (for ``start <= end``), where adding
+    months clamps the day (Jan 31 + 1 month = Feb 29): Calcite's rule, so Jan 31 to Feb 29
+    is one month."""
+    s_day, s_time = np.divmod(start, _DAY_US)
+    e_day, e_time = np.divmod(end, _DAY_US)
+    months = (e_day.astype("datetime64[D]").astype("datetime64[M]")
+              - s_day.astype("datetime64[D]").astype("datetime64[M]")).astype(np.int64)
+    reached = _add_months(s_day, months) * _DAY_US + s_time
+    return np.where(reached > e_day * _DAY_US + e_time, months - 1, months)
+
+
 def _month_count(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Whole months from ``start`` to ``end`` (microseconds), truncated toward zero."""
-    s, e = start.astype("datetime64[us]"), end.astype("datetime64[us]")
-    months = (e.astype("datetime64[M]") - s.astype("datetime64[M]")).astype(np.int64)
-    # Position inside the month (day and time of day): a later month counts only once that
-    # position is reached again.
-    s_in = s - s.astype("datetime64[M]").astype("datetime64[us]")
-    e_in = e - e.astype("datetime64[M]").astype("datetime64[us]")
-    months = np.where((months > 0) & (e_in < s_in), months - 1, months)
-    return np.where((months < 0) & (e_in > s_in), months + 1, months)
+    backwards = end < start
+    low, high = np.where(backwards, end, start), np.where(backwards, start, end)
+    months = _months_forward(low, high)
+    return np.where(backwards, -months, months)
 
 
 @register("timestampdiff")
