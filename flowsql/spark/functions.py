@@ -475,10 +475,17 @@ def _trim_chars(r: Renderer, call: Call) -> str:
     return f"F.{fn}({', '.join(_args(r, call))})"
 
 
-@_register("chr")
-def _chr(r: Renderer, call: Call) -> str:
-    code = r.render(call.args[0])
-    return f"F.when({code} >= 0, F.chr({code}))"
+SCALAR["chr"] = _simple("chr", typed=False)  # code modulo 256, '' below 0: as Flink
+
+
+@_register("ascii")
+def _ascii(r: Renderer, call: Call) -> str:
+    # Flink answers the first UTF-8 byte as a signed Java byte; Spark's ascii is the code
+    # point, so the byte is read from the text's hex form.
+    text = r.render(call.args[0])
+    byte = f"F.conv(F.substring(F.hex({text}), 1, 2), 16, 10).cast('int')"
+    return cast(f"F.when({text} == '', F.lit(0)).when({byte} >= 128, {byte} - 256)"
+                f".otherwise({byte})", call.dtype)
 
 
 @_register("overlay")
@@ -509,7 +516,6 @@ def _log(r: Renderer, call: Call) -> str:
 
 
 
-SCALAR["ascii"] = _simple("ascii")
 for _name in ("md5", "sha1"):
     SCALAR[_name] = _simple(_name, typed=False)
 for _name, _bits in (("sha224", 224), ("sha256", 256), ("sha384", 384), ("sha512", 512)):

@@ -8,8 +8,9 @@ the text whole, piece 0); LOCATE searches from 1 when the start is before 1; REG
 ``index`` (0 = the whole match, the default) of the first match, NULL without a match
 (a group that took no part in the match is '' here and NULL in Flink: RE2 through pyarrow
 does not tell the two apart); INITCAP capitalizes a letter after a digit (Flink does not);
-REGEXP_REPLACE's replacement refers to groups as ``$1`` (Java); ASCII of '' is 0; CHR takes
-the code modulo 256; the IS_* predicates are false (not NULL) for NULL. Regular expressions
+REGEXP_REPLACE's replacement refers to groups as ``$1`` (Java); ASCII is the first UTF-8
+byte as a signed Java byte ('' gives 0); CHR takes the code modulo 256, '' for a negative
+code; the IS_* predicates are false (not NULL) for NULL. Regular expressions
 run on RE2, which has no back-references or look-around (Java has).
 """
 
@@ -204,7 +205,8 @@ for _name, _kernel in (("trim_chars", pc.utf8_trim), ("ltrim_chars", pc.utf8_ltr
 
 @register("ascii")
 def _ascii(call: Call, args: list[Node]) -> Run:
-    """The first byte of the UTF-8 text (the character code for ASCII text); 0 for ''."""
+    """The first byte of the UTF-8 text as a signed (Java) byte: the character code for
+    ASCII text, negative for others; 0 for ''."""
     run = args[0].run
 
     def first(batch: pa.RecordBatch) -> Datum:
@@ -214,7 +216,8 @@ def _ascii(call: Call, args: list[Node]) -> Run:
         # One byte per value ('' gets a NUL, hence code 0), read from the data buffer.
         padded = pc.binary_slice(pc.binary_join_element_wise(head, b"\x00", b""), 0, 1)
         codes = _first_bytes(as_array(padded, len(values)))
-        return with_nulls_of(pa.array(codes.astype(np.int32)), values)
+        # Java bytes are signed: 'é' (0xC3 0xA9) gives -61, as in Flink.
+        return with_nulls_of(pa.array(codes.view(np.int8).astype(np.int32)), values)
     return first
 
 
@@ -239,7 +242,7 @@ def _chr(call: Call, args: list[Node]) -> Run:
         negative = pc.fill_null(pc.less(codes, 0), False)
         index = pc.remainder(pc.max_element_wise(pc.cast(codes, pa.int64()), 0), 256)
         chars = with_nulls_of(as_array(pc.take(_BYTE_CHARS, index), len(codes)), codes)
-        return pc.if_else(negative, _NULL_STRING, chars)
+        return pc.if_else(negative, "", chars)
     return character
 
 

@@ -112,4 +112,11 @@ def _ceil_temporal(call: Call, args: list[Node]) -> Run:
     if pa.types.is_date(call.args[1].dtype) and unit in ("hour", "minute", "second",
                                                           "millisecond", "microsecond"):
         return run
-    return lambda batch: pc.ceil_temporal(run(batch), unit=unit, week_starts_monday=True)
+    def ceil(batch: pa.RecordBatch) -> Datum:
+        value = run(batch)
+        # A value on a boundary stays; pyarrow's ceil_temporal moves some of them (a month's
+        # first midnight) a whole unit up.
+        floor = pc.floor_temporal(value, unit=unit, week_starts_monday=True)
+        up = pc.ceil_temporal(value, unit=unit, week_starts_monday=True)
+        return pc.if_else(pc.equal(floor, value), value, up)
+    return ceil
