@@ -269,6 +269,9 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "sha384": (1, 1), "sha512": (1, 1), "to_base64": (1, 1), "from_base64": (1, 1),
     "json_value": (2, 2), "json_query": (2, 2), "json_exists": (2, 2),
     "log": (2, 2), "truncate": (1, 2), "try_cast": (1, 1),
+    "sin": (1, 1), "cos": (1, 1), "tan": (1, 1), "cot": (1, 1), "asin": (1, 1),
+    "acos": (1, 1), "atan": (1, 1), "atan2": (2, 2), "sinh": (1, 1), "cosh": (1, 1),
+    "tanh": (1, 1), "degrees": (1, 1), "radians": (1, 1),
 }
 
 

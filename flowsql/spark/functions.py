@@ -280,6 +280,9 @@ def _split_part(r: Renderer, call: Call) -> str:
 
 # --- math -------------------------------------------------------------------------------
 
+for _name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+              "tanh", "degrees", "radians"):
+    SCALAR[_name] = _simple(_name, typed=False)
 for _name, _spark in (("abs", "abs"), ("floor", "floor"), ("ceil", "ceil"), ("sqrt", "sqrt"),
                       ("power", "pow"), ("ln", "ln"), ("log10", "log10"), ("exp", "exp"),
                       ("sign", "signum")):

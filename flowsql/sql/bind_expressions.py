@@ -439,11 +439,6 @@ class ExpressionBinder:
     def _bind_timestamptrunc(self, node: exp.Expression, scope: Scope) -> Expr:
         return self._bind_datetrunc(node, scope)  # type: ignore[arg-type]
 
-    def _bind_currentdate(self, node: exp.Expression, scope: Scope) -> Expr:
-        import datetime as dt
-
-        return Literal(dt.date.today(), T.DATE)
-
     def _bind_window(self, node: exp.Window, scope: Scope) -> Expr:
         return self._window(node, scope)
 
@@ -498,7 +493,7 @@ class ExpressionBinder:
             bound = [self.coerce(b, T.STRING) for b in bound]
         if name in ("coalesce", "greatest", "least", "nullif"):
             bound = self.unify(bound, nodes, name.upper())
-        if name in ("sqrt", "power", "ln", "log10", "exp", "log"):
+        if name in F.FLOAT_ARGS:
             bound = [self.coerce(b, T.FLOAT64) for b in bound]
         dtype = F.SCALAR_TYPES[name]([b.dtype for b in bound])
         if dtype is None:

@@ -2,8 +2,9 @@
 ``TIMESTAMPADD(unit, n, x)`` / ``TIMESTAMPDIFF(unit, a, b)`` (a bare unit word),
 ``FLOOR(x TO unit)`` / ``CEIL(x TO unit)``, ``TRIM(... 'chars' FROM x)``, ``LOG``,
 ``LOCATE`` / ``POSITION`` with a start, the regular-expression functions, ``OVERLAY``,
-``SHA2``, ``TYPEOF``, ``TRY_CAST`` and the EXTRACT shortcuts (``YEAR(x)``, ``DAYOFWEEK(x)``,
-...).
+``SHA2``, ``TYPEOF``, ``TRY_CAST``, the EXTRACT shortcuts (``YEAR(x)``, ``DAYOFWEEK(x)``,
+...), the constants ``PI()`` / ``E()`` and the clock readings ``CURRENT_TIMESTAMP``,
+``LOCALTIMESTAMP``, ``NOW()`` and ``CURRENT_DATE``.
 
 Each binder maps the sqlglot node to ordinary planner calls, so the optimizer and both
 engines see canonical names only. ``SPECIAL`` maps a function key (lower case, no
@@ -12,6 +13,8 @@ underscores) to its binder; the expression binder consults it before the generic
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -182,7 +185,30 @@ def _extract(field: str, plus: int = 0) -> SpecialBinder:
     return bind
 
 
+def _constant(value: float) -> SpecialBinder:
+    return lambda binder, node, scope: Literal(value, T.FLOAT64)
+
+
+def _now(local: bool) -> SpecialBinder:
+    """The query's start time, read once when the query is bound (Flink's batch rule) in UTC,
+    the default ``table.local-time-zone``."""
+    def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
+        now = dt.datetime.now(dt.UTC)
+        now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # TIMESTAMP(3)
+        if local:
+            return Literal(now.replace(tzinfo=None), pa.timestamp("ms"))
+        return Literal(now, pa.timestamp("ms", "UTC"))
+    return bind
+
+
+def _current_date(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
+    return Literal(dt.datetime.now(dt.UTC).date(), T.DATE)
+
+
 SPECIAL: dict[str, SpecialBinder] = {
+    "pi": _constant(math.pi), "e": _constant(math.e),
+    "currenttimestamp": _now(local=False), "now": _now(local=False),
+    "localtimestamp": _now(local=True), "currentdate": _current_date,
     "timestampadd": _timestampadd, "timestampdiff": _timestampdiff,
     "floor": _floor_ceil("date_trunc"), "ceil": _floor_ceil("ceil_temporal"),
     "trim": _trim, "log": _log, "strposition": _position,

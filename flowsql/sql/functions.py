@@ -113,6 +113,8 @@ SCALAR_TYPES: dict[str, TypeRule] = {
     "sha384": _string, "sha512": _string, "to_base64": _string, "from_base64": _string,
     "json_value": _string, "json_query": _string, "json_exists": _bool,
     "log": _float, "truncate": _round,
+    **{name: _float for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2",
+                                 "sinh", "cosh", "tanh", "degrees", "radians")},
 }
 
 # Arguments that are strings by contract: non-string arguments are cast to VARCHAR.
@@ -131,6 +133,11 @@ STRING_ARGS: dict[str, tuple[int, ...]] = {
     "sha224": (0,), "sha256": (0,), "sha384": (0,), "sha512": (0,), "to_base64": (0,),
     "from_base64": (0,), "json_value": (0, 1), "json_query": (0, 1), "json_exists": (0, 1),
 }
+
+# Functions of doubles: every argument is cast to DOUBLE.
+FLOAT_ARGS = frozenset({"sqrt", "power", "ln", "log10", "exp", "log", "sin", "cos", "tan",
+                        "cot", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh",
+                        "degrees", "radians"})
 
 # Arguments that are integers by contract (positions, counts).
 INT_ARGS: dict[str, tuple[int, ...]] = {
@@ -166,6 +173,8 @@ SCALAR_ALIASES: dict[str, str] = {
     "from_base64": "from_base64", "json_value": "json_value", "json_query": "json_query",
     "json_exists": "json_exists", "trunc": "truncate", "truncate": "truncate",
     "locate": "locate",
+    **{name: name for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2",
+                               "sinh", "cosh", "tanh", "degrees", "radians")},
 }
 
 AGGREGATES: dict[str, str] = {

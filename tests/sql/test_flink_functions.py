@@ -119,6 +119,12 @@ CASES: list[tuple[str, list[object]]] = [
     ("JSON_EXISTS(doc, '$.a.b')", [True, None, False]),
     ("JSON_VALUE('{\"a\": 1.50}', '$.a')", ["1.50"] * 3),
     ("JSON_EXISTS(doc, '$.a.b[3]')", [False, None, False]),
+    ("ROUND(DEGREES(ATAN2(n, n)) + RADIANS(180) - PI(), 9)", [45.0, None, -135.0]),
+    ("ROUND(SIN(x) * SIN(x) + COS(x) * COS(x), 9)", [1.0, None, 1.0]),
+    ("ROUND(COT(x) * TAN(x), 9) + ROUND(COSH(0) + SINH(0) + TANH(0), 9)", [2.0, None, 2.0]),
+    ("ASIN(x)", [NAN, None, NAN]),
+    ("ROUND(ACOS(x / 3) + ASIN(x / 3) - PI() / 2 + ATAN(1) * 4 - PI(), 9) + LN(E())",
+     [1.0, None, 1.0]),
     # types
     ("TYPEOF(n)", ["BIGINT"] * 3),
 ]
@@ -187,6 +193,19 @@ def test_out_of_range_casts_are_errors_naming_the_value(batch: flowsql.Session,
                                                         query: str) -> None:
     with pytest.raises(FlowSQLError, match=r"cannot cast -?[0-9.e+]+"):
         batch.sql(query).to_arrow()
+
+
+def test_clock_functions_read_utc_once_per_query(batch: flowsql.Session) -> None:
+    before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    row = batch.sql("SELECT CURRENT_TIMESTAMP AS ts, LOCALTIMESTAMP AS lt, NOW() AS n, "
+                    "CURRENT_DATE AS d FROM t").to_arrow().to_pylist()
+    after = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    assert len({(r["ts"], r["lt"], r["n"], r["d"]) for r in row}) == 1
+    first = row[0]
+    assert first["ts"].tzinfo is not None and first["lt"].tzinfo is None
+    assert first["ts"].replace(tzinfo=None) == first["lt"] == first["n"].replace(tzinfo=None)
+    assert before - dt.timedelta(milliseconds=1) <= first["lt"] <= after
+    assert first["d"] in (before.date(), after.date())
 
 
 def test_literal_fraction_cast_folds_by_truncation(batch: flowsql.Session) -> None:
