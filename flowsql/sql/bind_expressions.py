@@ -489,7 +489,7 @@ class ExpressionBinder:
                 if not (T.is_integer(bound[i].dtype) or T.is_null(bound[i].dtype)):
                     raise self.error(f"{name}: argument {i + 1} must be an integer", nodes[i])
                 bound[i] = self.coerce(bound[i], T.INT64)
-        if name == "concat":
+        if name in ("concat", "concat_ws"):
             bound = [self.coerce(b, T.STRING) for b in bound]
         if name in ("coalesce", "greatest", "least", "nullif"):
             bound = self.unify(bound, nodes, name.upper())

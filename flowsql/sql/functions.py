@@ -125,7 +125,7 @@ STRING_ARGS: dict[str, tuple[int, ...]] = {
     "reverse": (0,), "lpad": (0, 2), "rpad": (0, 2), "repeat": (0,), "split_part": (0, 1),
     "regexp_matches": (0, 1), "contains": (0, 1),
     "date_format": (1,), "to_timestamp": (0, 1), "to_date": (0, 1), "unix_timestamp": (0, 1),
-    "from_unixtime": (1,), "concat_ws": tuple(range(256)), "initcap": (0,),
+    "from_unixtime": (1,), "initcap": (0,),
     "locate": (0, 1), "split_index": (0, 1), "regexp_extract": (0, 1),
     "regexp_replace": (0, 1, 2), "trim_chars": (0, 1), "ltrim_chars": (0, 1),
     "rtrim_chars": (0, 1), "ascii": (0,), "overlay": (0, 1), "is_alpha": (0,),
