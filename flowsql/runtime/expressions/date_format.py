@@ -147,7 +147,7 @@ def _cast_or_null(text: Datum, target: pa.DataType) -> Datum:
         return pc.cast(pc.if_else(day_ok, text, pa.scalar(None, pa.string())), target)
 
 
-def _pattern_arg(call: Call, args: list[Node], index: int) -> Node | None:
+def _pattern_arg(args: list[Node], index: int) -> Node | None:
     return args[index] if len(args) > index else None
 
 
@@ -174,7 +174,7 @@ def _date_format(call: Call, args: list[Node]) -> Run:
 
 @register("from_unixtime")
 def _from_unixtime(call: Call, args: list[Node]) -> Run:
-    seconds, pattern = args[0], _pattern_arg(call, args, 1)
+    seconds, pattern = args[0], _pattern_arg(args, 1)
 
     def run(batch: pa.RecordBatch) -> Datum:
         secs = as_array(seconds.run(batch), batch.num_rows)
@@ -186,7 +186,7 @@ def _from_unixtime(call: Call, args: list[Node]) -> Run:
 
 @register("to_timestamp")
 def _to_timestamp(call: Call, args: list[Node]) -> Run:
-    text, pattern = args[0], _pattern_arg(call, args, 1)
+    text, pattern = args[0], _pattern_arg(args, 1)
     unit = call.dtype.unit
 
     def run(batch: pa.RecordBatch) -> Datum:
@@ -197,7 +197,7 @@ def _to_timestamp(call: Call, args: list[Node]) -> Run:
 
 @register("to_date")
 def _to_date(call: Call, args: list[Node]) -> Run:
-    text, pattern = args[0], _pattern_arg(call, args, 1)
+    text, pattern = args[0], _pattern_arg(args, 1)
 
     def parse(values: Datum, p: str | None) -> Datum:
         ts = pc.strptime(values, format=strptime_format(p or DEFAULT_DATE_PATTERN), unit="s",
@@ -211,7 +211,7 @@ def _to_date(call: Call, args: list[Node]) -> Run:
 
 @register("unix_timestamp")
 def _unix_timestamp(call: Call, args: list[Node]) -> Run:
-    text, pattern = args[0], _pattern_arg(call, args, 1)
+    text, pattern = args[0], _pattern_arg(args, 1)
 
     def parse(values: Datum, p: str | None) -> Datum:
         ts = pc.strptime(values, format=strptime_format(p or DEFAULT_TIMESTAMP_PATTERN),
