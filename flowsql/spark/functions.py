@@ -398,9 +398,9 @@ def _parsed(r: Renderer, call: Call, default: str) -> str:
 @_register("to_timestamp")
 def _to_timestamp(r: Renderer, call: Call) -> str:
     if len(call.args) == 1:
-        # Flink's default form: 'yyyy-MM-dd HH:mm:ss' with an optional fraction.
+        # Flink's default form: 'yyyy-MM-dd[ HH:mm:ss[.fraction]]'.
         text = r.render(call.args[0])
-        shape = r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?$"
+        shape = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,9})?)?$"
         trimmed = f"F.trim({text})"
         parsed = f"F.try_to_timestamp({trimmed})"
         return cast(f"F.when({trimmed}.rlike({shape!r}), {parsed})", call.dtype)

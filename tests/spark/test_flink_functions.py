@@ -40,6 +40,8 @@ EXPRESSIONS = [
     "DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss.SSS')", "DATE_FORMAT(ts, 'd/M/yy h:mm a EEE MMM')",
     "FROM_UNIXTIME(n * 3600)", "TO_TIMESTAMP(DATE_FORMAT(ts, 'dd.MM.yyyy HH:mm'), 'dd.MM.yyyy HH:mm')",
     "TO_TIMESTAMP(s)", "TO_DATE(DATE_FORMAT(ts, 'yyyy-MM-dd'))",
+    "TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd'))",
+    "TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss.SSS'))",
     "UNIX_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss'))", "TO_TIMESTAMP_LTZ(n, 0)",
     "CONCAT_WS('-', s, 'x', CAST(n AS VARCHAR))", "LOCATE('l', s)", "LOCATE('l', s, 4)",
     "SPLIT_INDEX(s, ',', 2)", "SPLIT_INDEX(s, ',', 9)", "REGEXP_EXTRACT(s, '(l+)o', 1)",
