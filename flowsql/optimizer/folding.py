@@ -194,10 +194,15 @@ def _arith(op: Callable[[Any, Any], Any], sign: int) -> Callable[[Any, Any], Any
     so a float operand makes both floats (the result type is DOUBLE then anyway); dates
     take the calendar path with ``sign`` +1 for add and -1 for subtract."""
     def run(a: Any, b: Any) -> Any:
-        if isinstance(a, float) or isinstance(b, float):
-            return op(float(a), float(b))
         if isinstance(a, dt.date) or isinstance(b, dt.date):
             return _date_arith(sign, a, b)
+        if isinstance(a, tuple | list | pa.MonthDayNano) or \
+                isinstance(b, tuple | list | pa.MonthDayNano):
+            # An interval is a (months, days, nanoseconds) value, not a Python sequence to
+            # repeat or concatenate: its arithmetic is left to the runtime.
+            raise TypeError("interval arithmetic is left to the runtime")
+        if isinstance(a, float) or isinstance(b, float):
+            return op(float(a), float(b))
         return op(a, b)
     return run
 

@@ -257,6 +257,21 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "extract_week": (1, 1), "extract_epoch": (1, 1),
     # date_trunc(unit literal, x)
     "date_trunc": (2, 2),
+    # Flink's built-in functions (unit arguments are string literals, patterns are Java's)
+    "timestampdiff": (3, 3), "ceil_temporal": (2, 2), "date_format": (2, 2),
+    "from_unixtime": (1, 2), "to_timestamp": (1, 2), "to_date": (1, 2),
+    "unix_timestamp": (1, 2), "to_timestamp_ltz": (1, 2),
+    "concat_ws": (1, None), "initcap": (1, 1), "locate": (2, 3), "split_index": (3, 3),
+    "regexp_extract": (2, 3), "regexp_replace": (3, 3), "trim_chars": (2, 2),
+    "ltrim_chars": (2, 2), "rtrim_chars": (2, 2), "ascii": (1, 1), "chr": (1, 1),
+    "overlay": (3, 4), "is_alpha": (1, 1), "is_digit": (1, 1), "is_decimal": (1, 1),
+    "md5": (1, 1), "sha1": (1, 1), "sha2": (2, 2), "sha224": (1, 1), "sha256": (1, 1),
+    "sha384": (1, 1), "sha512": (1, 1), "to_base64": (1, 1), "from_base64": (1, 1),
+    "json_value": (2, 2), "json_query": (2, 2), "json_exists": (2, 2),
+    "log": (2, 2), "truncate": (1, 2), "try_cast": (1, 1),
+    "sin": (1, 1), "cos": (1, 1), "tan": (1, 1), "cot": (1, 1), "asin": (1, 1),
+    "acos": (1, 1), "atan": (1, 1), "atan2": (2, 2), "sinh": (1, 1), "cosh": (1, 1),
+    "tanh": (1, 1), "degrees": (1, 1), "radians": (1, 1),
 }
 
 

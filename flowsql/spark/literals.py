@@ -1,9 +1,10 @@
 """Constants and casts as PySpark source text.
 
 A literal is always written with the exact Spark type of its Arrow type (``F.lit('1.50')
-.cast('decimal(3,2)')``) so typing never depends on Spark's literal inference. Casts follow
-DuckDB where Spark differs: converting a fractional number to an integer rounds instead of
-truncating -- half to even from a float, half away from zero from a decimal.
+.cast('decimal(3,2)')``) so typing never depends on Spark's literal inference. A fractional number cast to an integer
+is truncated toward zero, as by the local engine (Flink's rule; Spark's own, too), and a
+value out of range fails (Spark's ANSI mode, on by default); a string with a fraction is
+read as an exact decimal first, since ANSI Spark refuses ``CAST('2.5' AS INT)``.
 """
 
 from __future__ import annotations
@@ -30,13 +31,11 @@ def cast(text: str, target: pa.DataType) -> str:
 
 
 def convert(text: str, source: pa.DataType, target: pa.DataType) -> str:
-    """A SQL CAST of a value of type ``source`` to ``target``, with DuckDB's rounding."""
+    """A SQL CAST of a value of type ``source`` to ``target`` (truncating to integers)."""
     if T.is_null(target) or (not T.is_null(source) and spark_type(source) == spark_type(target)):
         return text
-    if T.is_integer(target) and T.is_float(source):
-        text = f"F.bround({text})"
-    elif T.is_integer(target) and T.is_decimal(source):
-        text = f"F.round({text})"
+    if T.is_integer(target) and T.is_string(source):
+        text = cast(f"F.trim({text})", pa.decimal128(T.MAX_DECIMAL_PRECISION, 12))
     return cast(text, target)
 
 

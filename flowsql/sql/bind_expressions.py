@@ -35,6 +35,7 @@ from flowsql.planner.expressions import (
 from flowsql.planner.logical import LogicalPlan, Project
 from flowsql.planner.schema import Field
 from flowsql.sql import functions as F
+from flowsql.sql.bind_special_functions import SPECIAL, try_cast
 from flowsql.sql.literals import cast_value, interval_value, number_literal
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import Scope
@@ -139,6 +140,11 @@ class ExpressionBinder:
 
     # -- entry point ---------------------------------------------------------------------
     def bind(self, node: exp.Expression, scope: Scope) -> Expr:
+        if isinstance(node, exp.Func) and not isinstance(node, exp.Window):
+            special = SPECIAL.get(function_key(node))
+            bound = special(self, node, scope) if special is not None else None
+            if bound is not None:
+                return bound
         method = getattr(self, "_bind_" + type(node).__name__.lower(), None)
         if method is not None:
             return method(node, scope)
@@ -391,7 +397,8 @@ class ExpressionBinder:
         return Cast(arg, target) if not arg.dtype.equals(target) else arg
 
     def _bind_trycast(self, node: exp.TryCast, scope: Scope) -> Expr:
-        return self._bind_cast(node, scope)  # type: ignore[arg-type]
+        """Flink's TRY_CAST: NULL where CAST would fail."""
+        return try_cast(self.bind(node.this, scope), to_arrow_type(node.args["to"], self.sql))
 
     def _bind_extract(self, node: exp.Extract, scope: Scope) -> Expr:
         field = node.this.name.lower()
@@ -421,7 +428,7 @@ class ExpressionBinder:
         bound = [self.bind(a, scope) for a in args]
         if len(bound) == 2:
             bound.append(Literal(" ", T.STRING))
-        return self._scalar_call(name, bound, args, node)
+        return self.scalar_call(name, bound, args, node)
 
     def _bind_datetrunc(self, node: exp.DateTrunc, scope: Scope) -> Expr:
         unit = node.args.get("unit")
@@ -431,11 +438,6 @@ class ExpressionBinder:
 
     def _bind_timestamptrunc(self, node: exp.Expression, scope: Scope) -> Expr:
         return self._bind_datetrunc(node, scope)  # type: ignore[arg-type]
-
-    def _bind_currentdate(self, node: exp.Expression, scope: Scope) -> Expr:
-        import datetime as dt
-
-        return Literal(dt.date.today(), T.DATE)
 
     def _bind_window(self, node: exp.Window, scope: Scope) -> Expr:
         return self._window(node, scope)
@@ -468,7 +470,7 @@ class ExpressionBinder:
             raise self.error(f"unknown function '{shown}'", node)
         arg_nodes = self._function_args(node)
         bound = [self.bind(a, scope) for a in arg_nodes]
-        return self._scalar_call(name, bound, arg_nodes, node)
+        return self.scalar_call(name, bound, arg_nodes, node)
 
     @staticmethod
     def _function_args(node: exp.Expression) -> list[exp.Expression]:
@@ -483,7 +485,7 @@ class ExpressionBinder:
                 out.append(value)
         return out
 
-    def _scalar_call(self, name: str, bound: list[Expr], nodes: list[exp.Expression],
+    def scalar_call(self, name: str, bound: list[Expr], nodes: list[exp.Expression],
                      node: exp.Expression) -> Expr:
         from flowsql.planner.expressions import FUNCTIONS
 
@@ -498,11 +500,11 @@ class ExpressionBinder:
                 if not (T.is_integer(bound[i].dtype) or T.is_null(bound[i].dtype)):
                     raise self.error(f"{name}: argument {i + 1} must be an integer", nodes[i])
                 bound[i] = self.coerce(bound[i], T.INT64)
-        if name == "concat":
+        if name in ("concat", "concat_ws"):
             bound = [self.coerce(b, T.STRING) for b in bound]
         if name in ("coalesce", "greatest", "least", "nullif"):
             bound = self.unify(bound, nodes, name.upper())
-        if name in ("sqrt", "power", "ln", "log10", "exp"):
+        if name in F.FLOAT_ARGS:
             bound = [self.coerce(b, T.FLOAT64) for b in bound]
         dtype = F.SCALAR_TYPES[name]([b.dtype for b in bound])
         if dtype is None:

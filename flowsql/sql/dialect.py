@@ -5,6 +5,9 @@ properties; this dialect is the single place where flowsql-specific syntax is ad
 
 * ``WATERMARK FOR col AS expr`` inside CREATE TABLE's column list (parsed to sqlglot's
   ``WatermarkColumnConstraint``, as the RisingWave dialect does);
+* Flink's ``TIMESTAMPADD(unit, n, x)`` and ``TIMESTAMPDIFF(unit, a, b)`` kept as plain calls
+  whose first argument is the unit word (the default grammar reorders TIMESTAMPDIFF's
+  arguments by another dialect's convention);
 * the window table functions ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with Flink's
   argument forms ``TABLE t [PARTITION BY k, ...]`` and ``DESCRIPTOR(col)``, parsed to
   :class:`WindowTVF` (the generic function-argument grammar reads neither).
@@ -80,6 +83,12 @@ class FlowSQL(Dialect):
 
     class Parser(BaseParser):
         FUNC_TOKENS = {*BaseParser.FUNC_TOKENS, TokenType.SESSION}
+
+        FUNCTIONS = {
+            **BaseParser.FUNCTIONS,
+            **{name: (lambda kind: lambda args: exp.Anonymous(this=kind, expressions=args))(name)
+               for name in ("TIMESTAMPADD", "TIMESTAMPDIFF")},
+        }
 
         FUNCTION_PARSERS = {
             **BaseParser.FUNCTION_PARSERS,

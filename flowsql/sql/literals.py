@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -53,6 +54,9 @@ def cast_value(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
     if T.is_decimal(target) and isinstance(value, int | float | decimal.Decimal) \
             and not isinstance(value, bool):
         return _to_decimal(value, target)
+    if T.is_integer(target) and (T.is_decimal(source) or T.is_float(source)
+                                 or (T.is_string(source) and isinstance(value, str))):
+        return _to_integer(value, target)
     try:
         arr = pa.array([value], type=source)
         if T.is_string(source) and T.is_decimal(target):
@@ -68,6 +72,29 @@ def _to_decimal(value: int | float | decimal.Decimal, target: pa.Decimal128Type)
     result = decimal.Decimal(str(value)).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
     if len(result.as_tuple().digits) > target.precision and result != 0:
         raise ValueError(f"{value} does not fit {target}")
+    return result
+
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+
+
+def _to_integer(value: Any, target: pa.DataType) -> int:
+    """A fractional number (or its text) as an integer of ``target``: truncated toward zero
+    as in Flink and Spark (DuckDB rounds), and range-checked."""
+    if isinstance(value, str) and not _PLAIN_NUMBER.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is not a number")
+    try:
+        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+    except (decimal.InvalidOperation, TypeError):
+        raise ValueError(f"{value!r} is not a number") from None
+    if not number.is_finite():
+        raise ValueError(f"{value} has no integer value")
+    result = int(number)  # int() of a Decimal truncates toward zero
+    bits = target.bit_width
+    low, high = (0, 2**bits - 1) if pa.types.is_unsigned_integer(target) \
+        else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not low <= result <= high:
+        raise ValueError(f"{value} is out of the range of {target}")
     return result
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 
 import pyarrow as pa
@@ -123,9 +124,13 @@ CASTS = [
     (Cast(col("ts"), S), "CAST(ts AS VARCHAR)"),
     (Cast(col("d"), pa.decimal128(10, 1)), "CAST(d AS DECIMAL(10, 1))"),
     (Cast(col("d"), pa.decimal128(20, 4)), "CAST(d AS DECIMAL(20, 4))"),
-    (Cast(col("d"), T.INT64), "CAST(d AS BIGINT)"),
+    # A fraction cast to an integer truncates toward zero (Flink); DuckDB rounds, so its
+    # side truncates explicitly.
+    (Cast(col("d"), T.INT64), "CAST(trunc(d) AS BIGINT)"),
     (Cast(call("nullif", T.FLOAT64, col("f"), lit(1e20)), T.INT64),
-     "CAST(nullif(f, 1e20) AS BIGINT)"),
+     "CAST(trunc(nullif(f, 1e20)) AS BIGINT)"),
+    (Cast(call("nullif", T.FLOAT64, col("f"), lit(1e20)), pa.int16()),
+     "CAST(trunc(nullif(f, 1e20)) AS SMALLINT)"),
     (Cast(col("f"), pa.decimal128(30, 1)), "CAST(f AS DECIMAL(30, 1))"),
     (Cast(col("d"), T.FLOAT64), "CAST(d AS DOUBLE)"),
     (Cast(col("i"), pa.decimal128(20, 2)), "CAST(i AS DECIMAL(20, 2))"),
@@ -144,7 +149,7 @@ def test_matches_duckdb(expr, sql):  # type: ignore[no-untyped-def]
 
 
 STRING_CASTS = [
-    ("42", T.INT64, 42), (" 12 ", T.INT32, 12), ("2.5", T.INT64, 3), ("-2.5", T.INT64, -3),
+    ("42", T.INT64, 42), (" 12 ", T.INT32, 12),
     ("1e3", T.FLOAT64, 1000.0), ("1.235", pa.decimal128(10, 2), Decimal("1.24")),
     ("-1.235", pa.decimal128(10, 2), Decimal("-1.24")), ("  7 ", pa.decimal128(5, 1), Decimal("7.0")),
     ("2024-01-05", T.DATE, dt.date(2024, 1, 5)), (" 2024-01-05 ", T.DATE, dt.date(2024, 1, 5)),
@@ -161,6 +166,18 @@ def test_string_casts_like_duckdb(text: str, target: pa.DataType, expected: obje
     assert duck(f"CAST('{text}' AS {sql_type})")[0] == expected
 
 
+@pytest.mark.parametrize(("text", "target", "expected"),
+                         [("2.5", T.INT64, 2), ("-2.5", T.INT64, -2), (" 7.99 ", T.INT32, 7),
+                          ("-0.5", pa.int8(), 0)])
+def test_string_with_fraction_to_integer_truncates(text: str, target: pa.DataType,
+                                                   expected: int) -> None:
+    """Flink truncates the fraction; DuckDB rounds, so its side truncates explicitly."""
+    column = Cast(call("concat", S, lit(text)), target)
+    assert evaluate(column).to_pylist()[0] == expected
+    sql_type = T.sql_name(target)
+    assert duck(f"CAST(trunc(CAST('{text}' AS DECIMAL(38, 12))) AS {sql_type})")[0] == expected
+
+
 @pytest.mark.parametrize(("text", "target"), [("abc", T.INT64), ("2024-13-01", T.DATE),
                                               ("maybe", T.BOOL), ("1x", pa.decimal128(5, 2))])
 def test_failed_cast_names_value_and_type(text: str, target: pa.DataType) -> None:
@@ -174,6 +191,18 @@ def test_out_of_range_casts_fail() -> None:
         evaluate_constant(Cast(call("add", T.INT64, lit(300), lit(0)), pa.int8()))
     with pytest.raises(ExecutionError):
         evaluate_constant(Cast(call("add", T.FLOAT64, lit(1e300), lit(0.0)), T.INT32))
+
+
+@pytest.mark.parametrize(("value", "target", "shown"),
+                         [(1e20, T.INT64, "1e+20"), (32768.5, pa.int16(), "32768.5"),
+                          (float("nan"), T.INT32, "nan"), (-129.0, pa.int8(), "-129.0")])
+def test_out_of_range_cast_names_the_value(value: float, target: pa.DataType,
+                                           shown: str) -> None:
+    expr = Cast(call("add", T.FLOAT64, col("f"), lit(value)), target)
+    with pytest.raises(ExecutionError, match=rf"cannot cast {re.escape(shown)}"):
+        evaluate(Cast(call("add", T.FLOAT64, lit(value), lit(0.0)), target))
+    with pytest.raises(ExecutionError, match=T.sql_name(target)):
+        evaluate(expr)
 
 
 def test_month_arithmetic_clamps_the_day() -> None:

@@ -10,7 +10,9 @@ Public interface (operators and the optimizer code against exactly this):
   semantics, for constant folding.
 
 Semantics follow DuckDB (the project's oracle): three-valued logic, exact decimals, checked
-integer overflow, ``/`` in double precision. Kernels live in one module per function
+integer overflow, ``/`` in double precision; Flink's where the streaming mode's promise of
+Flink results requires it (a fraction cast to an integer truncates) and for Flink's own
+built-in functions (TIMESTAMPDIFF, DATE_FORMAT, SPLIT_INDEX, JSON_VALUE, ...). Kernels live in one module per function
 family and register themselves by canonical name (``registry.KERNELS``).
 """
 

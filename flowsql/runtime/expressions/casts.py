@@ -1,10 +1,12 @@
-"""SQL CAST with DuckDB's conversions.
+"""SQL CAST: Flink's conversions to integers, DuckDB's everywhere else.
 
-Strings are trimmed of surrounding spaces before parsing; booleans accept
-true/false/t/f/yes/no/y/n/1/0; a string with a fraction cast to an integer is rounded.
-Narrowing a decimal's scale rounds half away from zero, a double cast to an integer rounds
-half to even (both as DuckDB); every range check is kept (out-of-range is an error, never
-a wrap). Numbers print as DuckDB prints them: decimals keep their scale, doubles use the
+A fractional number (double, decimal, or a string such as ``'2.5'``) cast to an integer type
+is truncated toward zero, as Flink and Spark do; DuckDB rounds instead, and a join or group
+key computed by such a cast must match the rows Flink matches. The truncated value must fit
+the target type: out of range (and NaN or infinity) is an error naming the value, never a
+wrap or a saturation. Strings are trimmed of surrounding spaces before parsing; booleans
+accept true/false/t/f/yes/no/y/n/1/0. Narrowing a decimal's scale rounds half away from
+zero (DuckDB and Flink agree). Numbers print as DuckDB prints them: decimals keep their scale, doubles use the
 shortest round-trip form with a ``.0`` for integral values. A value that cannot be cast
 raises :class:`ExecutionError` naming that value and the target type.
 """
@@ -18,7 +20,8 @@ import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
-from flowsql.runtime.expressions.registry import Datum, Node, Run
+from flowsql.planner.expressions import Call
+from flowsql.runtime.expressions.registry import Datum, Node, Run, register
 from flowsql.runtime.expressions.support import typed_null
 
 _TRUE_WORDS = pa.array(["true", "t", "yes", "y", "1"])
@@ -74,9 +77,10 @@ def _string_to_number(target: pa.DataType) -> Converter:
         try:
             return pc.cast(trimmed, target)
         except pa.ArrowInvalid:
-            # '2.5' AS INTEGER is 3 in DuckDB: parse as an exact decimal, then round.
+            # '2.5' AS INTEGER is 2 (Flink truncates; DuckDB would round to 3): parse as an
+            # exact decimal, then truncate.
             exact = pc.cast(trimmed, pa.decimal128(T.MAX_DECIMAL_PRECISION, 12))
-            return pc.cast(pc.round(exact, 0, round_mode=_HALF_AWAY), target)
+            return pc.cast(pc.trunc(exact), target)
     return convert
 
 
@@ -89,11 +93,9 @@ def _decimal_to_decimal(target: pa.DataType) -> Converter:
 
 
 def _to_integer(target: pa.DataType) -> Converter:
+    """Truncation toward zero, then a checked cast (NaN and out-of-range values fail)."""
     def convert(values: Datum) -> Datum:
-        mode = "half_to_even" if T.is_float(values.type) else _HALF_AWAY
-        if T.is_decimal(values.type) or T.is_float(values.type):
-            values = pc.round(values, 0, round_mode=mode)
-        return pc.cast(values, target)
+        return pc.cast(pc.trunc(values), target)
     return convert
 
 
@@ -162,3 +164,45 @@ def build_cast(arg: Node, target: pa.DataType) -> Run:
         return lambda batch: null
     convert = _strict(converter(source, target), target)
     return lambda batch: convert(run(batch))
+
+
+def build_try_cast(arg: Node, target: pa.DataType) -> Run:
+    """TRY_CAST: CAST, except that a value which cannot be converted becomes NULL (Flink).
+
+    The whole batch is converted at once; only when that fails are the distinct values
+    tried one by one (the error path) and the failing ones replaced by NULL."""
+    source = arg.dtype
+    run = arg.run
+    if source.equals(target):
+        return run
+    if T.is_null(source):
+        null = typed_null(target)
+        return lambda batch: null
+    convert = converter(source, target)
+
+    def attempt(batch: pa.RecordBatch) -> Datum:
+        values = run(batch)
+        try:
+            return convert(values)
+        except (pa.ArrowException, ValueError, ExecutionError):
+            pass
+        if isinstance(values, pa.Scalar):
+            return typed_null(target)
+        bad = [v for v in pc.unique(values) if v.is_valid and _fails(convert, v)]
+        keep = pc.invert(pc.fill_null(pc.is_in(values, value_set=pa.array(
+            [v.as_py() for v in bad], values.type)), False))
+        return convert(pc.if_else(keep, values, typed_null(values.type)))
+    return attempt
+
+
+def _fails(convert: Converter, value: pa.Scalar) -> bool:
+    try:
+        convert(pa.array([value.as_py()], type=value.type))
+    except (pa.ArrowException, ValueError, ExecutionError):
+        return True
+    return False
+
+
+@register("try_cast")
+def _try_cast(call: Call, args: list[Node]) -> Run:
+    return build_try_cast(args[0], call.dtype)

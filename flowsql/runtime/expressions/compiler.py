@@ -27,10 +27,15 @@ from flowsql.planner.expressions import (
 from flowsql.runtime.expressions import (  # noqa: F401  (importing registers the kernels)
     arithmetic,
     comparison,
+    date_format,
+    encoding,
+    json_path,
     logic,
     numeric,
+    string_functions,
     strings,
     temporal,
+    temporal_units,
 )
 from flowsql.runtime.expressions.casts import build_cast
 from flowsql.runtime.expressions.conditional import build_case

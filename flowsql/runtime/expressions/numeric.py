@@ -1,4 +1,5 @@
-"""Mathematical functions: abs, round, floor, ceil, sqrt, power, ln, log10, exp, sign.
+"""Mathematical functions: abs, round, floor, ceil, sqrt, power, ln, log10, exp, sign, log,
+truncate and the trigonometric family (sin .. tanh, cot, atan2, degrees, radians).
 
 ``round`` rounds half away from zero for decimals and doubles alike (DuckDB), a negative
 digit count rounds to tens, hundreds, ...; floor/ceil of a decimal yields a decimal of scale
@@ -6,6 +7,8 @@ digit count rounds to tens, hundreds, ...; floor/ceil of a decimal yields a deci
 """
 
 from __future__ import annotations
+
+import math
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,8 +74,21 @@ def _unary_float(name: str, kernel: object) -> None:
         return lambda batch: kernel(pc.cast(run(batch), T.FLOAT64))  # type: ignore[operator]
 
 
-for _name, _kernel in (("sqrt", pc.sqrt), ("ln", pc.ln), ("log10", pc.log10), ("exp", pc.exp)):
+_DEGREES_PER_RADIAN = 180.0 / math.pi
+for _name, _kernel in (
+        ("sqrt", pc.sqrt), ("ln", pc.ln), ("log10", pc.log10), ("exp", pc.exp),
+        ("sin", pc.sin), ("cos", pc.cos), ("tan", pc.tan), ("asin", pc.asin),
+        ("acos", pc.acos), ("atan", pc.atan), ("sinh", pc.sinh), ("cosh", pc.cosh),
+        ("tanh", pc.tanh), ("cot", lambda x: pc.divide(1.0, pc.tan(x))),
+        ("degrees", lambda x: pc.multiply(x, _DEGREES_PER_RADIAN)),
+        ("radians", lambda x: pc.divide(x, _DEGREES_PER_RADIAN))):
     _unary_float(_name, _kernel)
+
+
+@register("atan2")
+def _atan2(call: Call, args: list[Node]) -> Run:
+    y, x = (a.run for a in args)
+    return lambda batch: pc.atan2(pc.cast(y(batch), T.FLOAT64), pc.cast(x(batch), T.FLOAT64))
 
 
 @register("power")
@@ -92,3 +108,31 @@ def _sign(call: Call, args: list[Node]) -> Run:
             x = pc.cast(x, T.FLOAT64)
         return pc.cast(pc.sign(x), T.INT64)
     return sign
+
+
+@register("log")
+def _log(call: Call, args: list[Node]) -> Run:
+    """LOG(base, x) = ln(x) / ln(base) in double precision (Flink)."""
+    base, value = (a.run for a in args)
+    return lambda batch: pc.divide(pc.ln(pc.cast(value(batch), T.FLOAT64)),
+                                   pc.ln(pc.cast(base(batch), T.FLOAT64)))
+
+
+@register("truncate")
+def _truncate(call: Call, args: list[Node]) -> Run:
+    """TRUNCATE(x[, digits]): ``x`` cut toward zero to ``digits`` decimals (tens, hundreds,
+    ... for negative ``digits``), keeping its type (Flink)."""
+    value = args[0]
+
+    def cut(x: Datum, digits: int) -> Datum:
+        if T.is_integer(x.type):
+            if digits >= 0:
+                return x
+            x = pc.cast(x, pa.decimal128(T.integer_as_decimal(x.type).precision, 0))
+        return pc.round(x, int(digits), round_mode="towards_zero")
+
+    if len(args) == 1:
+        return lambda batch: cut(value.run(batch), 0)
+    digits = args[1]
+    return lambda batch: per_distinct(value.run(batch), digits.run(batch), batch.num_rows,
+                                      cut, call.dtype)

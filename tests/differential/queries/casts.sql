@@ -15,8 +15,27 @@ SELECT id, CAST(d AS DECIMAL(10, 2)) AS dd FROM nulls_a
 -- name: cast_decimal_rescale
 SELECT id, CAST(m AS DECIMAL(12, 4)) AS wider, CAST(m AS DECIMAL(12, 1)) AS rounded FROM nulls_a
 
--- name: cast_decimal_to_int_rounds
+-- name: cast_decimal_to_int_truncates
+-- Flink truncates toward zero; DuckDB rounds, so the oracle truncates first.
 SELECT id, CAST(m AS INTEGER) AS mi FROM nulls_a
+-- duckdb: SELECT id, CAST(trunc(m) AS INTEGER) AS mi FROM nulls_a
+
+-- name: cast_double_to_int_truncates
+SELECT id, CAST(d AS INTEGER) AS di, CAST(d * 7 AS BIGINT) AS d7, CAST(-d AS SMALLINT) AS nd
+FROM nulls_a
+-- duckdb: SELECT id, CAST(trunc(d) AS INTEGER) AS di, CAST(trunc(d * 7) AS BIGINT) AS d7,
+-- duckdb:        CAST(trunc(-d) AS SMALLINT) AS nd FROM nulls_a
+
+-- name: cast_fraction_literals_truncate
+SELECT CAST(103.75 AS BIGINT) AS a, CAST(-103.75 AS INTEGER) AS b, CAST(2.5e0 AS BIGINT) AS c,
+       CAST('7.9' AS INTEGER) AS d
+-- duckdb: SELECT CAST(103 AS BIGINT) AS a, CAST(-103 AS INTEGER) AS b, CAST(2 AS BIGINT) AS c,
+-- duckdb:        CAST(7 AS INTEGER) AS d
+
+-- name: join_on_double_cast_truncates
+-- A join key computed by a cast matches the rows Flink matches (2.5 -> 2, not 3).
+SELECT a.id, b.id AS bid FROM nulls_a a JOIN nulls_a b ON CAST(a.d AS BIGINT) = b.k
+-- duckdb: SELECT a.id, b.id AS bid FROM nulls_a a JOIN nulls_a b ON CAST(trunc(a.d) AS BIGINT) = b.k
 
 -- name: cast_int_to_varchar
 SELECT id, CAST(i AS VARCHAR) AS si, CAST(bi AS VARCHAR) AS sbi FROM nulls_a
