@@ -8,7 +8,6 @@ import datetime as dt
 
 import pyarrow as pa
 import pytest
-from expression_oracle import call, col, evaluate, lit
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
@@ -16,6 +15,7 @@ from flowsql.planner.expressions import Call, Literal
 from flowsql.runtime.expressions import evaluate_constant
 from flowsql.runtime.expressions.date_format import strptime_format
 from flowsql.runtime.expressions.string_functions import named_groups
+from tests.harness.expressions import call, col, evaluate, lit
 
 S = T.STRING
 

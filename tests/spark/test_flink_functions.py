@@ -13,8 +13,7 @@ import pytest
 
 import flowsql
 from flowsql.errors import FlowSQLError
-
-from .conftest import SETTINGS
+from tests.harness.spark import SPARK_TEST_SETTINGS as SETTINGS
 
 ROWS = pa.table({
     "id": pa.array([1, 2, 3, 4], pa.int64()),
