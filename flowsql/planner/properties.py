@@ -13,6 +13,9 @@ stricter"):
   That subset rule is what spares a second shuffle when an aggregate groups by a join key
   and more columns. A node may know several equivalent key sets (an inner join's output is
   partitioned by its left keys and, equally, by its right keys); ``keysets`` holds them all.
+  A requirement that names several key sets is met when each of them is: read only by its
+  first, the order would not be transitive (hash(a) meets hash(a | b), which meets hash(b),
+  but hash(a) does not meet hash(b)).
 * ``BROADCAST`` (every subtask holds all rows) satisfies ANY and BROADCAST only.
 
 A HASH requirement of this order means "co-located"; a join needs more (both inputs
@@ -55,8 +58,8 @@ class Distribution:
         if self.kind == SINGLE_KIND:
             return required.kind in (SINGLE_KIND, HASH_KIND)
         if self.kind == HASH_KIND and required.kind == HASH_KIND:
-            wanted = set(required.keysets[0])
-            return any(set(keys) <= wanted for keys in self.keysets)
+            return all(any(set(keys) <= set(wanted) for keys in self.keysets)
+                       for wanted in required.keysets)
         return False
 
     def __str__(self) -> str:
