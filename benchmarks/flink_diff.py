@@ -33,38 +33,41 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "flink"))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "flink"))  # the corpus module the CI test uses
 
 import flink_corpus as corpus  # noqa: E402
-from flink_diff_corpus import GENERATED, corpus as generated_corpus, render  # noqa: E402
+import flink_diff_corpus  # noqa: E402
 from flink_diff_data import generate  # noqa: E402
 
 VENV_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
 JOB = Path(__file__).resolve().parent / "flink_diff_job.py"
 CACHE = ROOT / "data" / "flink_diff"
-_LINE = re.compile(r"^(r(\d+)a\d+c\d+(?:q\d+)?)\|(\S+?)(?::\d+)?> ([+-][IUD])\[(.*)\]$")
+_LINE = re.compile(r"^(p\d+r\d+s\d+)\|(\S+?)(?::\d+)?> ([+-][IUD])\[(.*)\]$")
 
 
 # --- Flink -----------------------------------------------------------------------------
 
-def run_flink(queries: list[tuple[str, str]], parallelism: int, runs: int, chunk: int,
-              timeout: float) -> dict[str, Any]:
-    """Runs the queries in one Flink process; per query: columns, error and the result
-    of every run (a Counter of normalized rows)."""
-    spec = {"parallelism": parallelism, "runs": runs, "chunk": chunk,
+def run_flink(queries: list[tuple[str, str]], parallelisms: list[int], runs: int,
+              chunk: int, timeout: float
+              ) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """Runs the queries in one Flink process; per parallelism and query: columns, error
+    and the result of every run (a Counter of normalized rows). The process's progress
+    goes to ``data/flink_diff/flink_job.log``."""
+    spec = {"parallelisms": parallelisms, "runs": runs, "chunk": chunk,
             "settings": corpus.SETTINGS, "tables": corpus.table_ddl(),
             "queries": [list(q) for q in queries]}
     started = time.perf_counter()
-    done = subprocess.run([str(VENV_PYTHON), str(JOB)], input=json.dumps(spec),
-                          capture_output=True, text=True, check=False, timeout=timeout,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ""})
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE / "flink_job.log").open("w") as log:
+        done = subprocess.run([str(VENV_PYTHON), str(JOB)], input=json.dumps(spec),
+                              stdout=subprocess.PIPE, stderr=log, text=True, check=False,
+                              timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": ""})
     lines = done.stdout.splitlines()
     final = [line for line in lines if line.startswith("@@DONE ")]
     if done.returncode != 0 or not final:
-        raise SystemExit(f"Flink run failed ({done.returncode}): {done.stderr[-4000:]}")
+        raise SystemExit(f"Flink run failed ({done.returncode}): see {CACHE / 'flink_job.log'}")
     report: dict[str, Any] = json.loads(final[-1][len("@@DONE "):])
-    print(f"flink p{parallelism}: {len(queries)} queries x {runs} runs in "
+    print(f"flink: {len(queries)} queries x {runs} runs x parallelism {parallelisms} in "
           f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
     changes: dict[tuple[str, str], Counter[corpus.Row]] = {}
     malformed: dict[str, str] = {}
@@ -72,7 +75,7 @@ def run_flink(queries: list[tuple[str, str]], parallelism: int, runs: int, chunk
         match = _LINE.match(line)
         if not match:
             continue
-        tag, _, qid, kind, body = match.groups()
+        tag, qid, kind, body = match.groups()
         entry = report.get(qid)
         if entry is None or entry["columns"] is None:
             continue
@@ -84,12 +87,15 @@ def run_flink(queries: list[tuple[str, str]], parallelism: int, runs: int, chunk
         row = tuple(corpus.normal_flink(v, k) for v, k in zip(values, kinds))
         counter = changes.setdefault((tag, qid), Counter())
         counter[row] += 1 if kind in ("+I", "+U") else -1
-    for qid, entry in report.items():
-        entry["results"] = [changes.get((tag, qid), Counter())
-                            for _, tag in sorted(entry["runs"].items())]
-        if qid in malformed:
-            entry["error"] = malformed[qid]
-    return report
+    per_parallelism: dict[int, dict[str, Any]] = {}
+    for p in parallelisms:
+        for qid, entry in report.items():
+            tags = entry["runs"].get(str(p), {})
+            per_parallelism.setdefault(p, {})[qid] = {
+                "error": malformed.get(qid) or entry["error"],
+                "results": [changes.get((tag, qid), Counter())
+                            for _, tag in sorted(tags.items())]}
+    return per_parallelism, report
 
 
 def flink_outcome(entry: dict[str, Any], runs: int) -> tuple[str, Any]:
@@ -109,11 +115,15 @@ def flink_outcome(entry: dict[str, Any], runs: int) -> tuple[str, Any]:
 
 def save_cache(path: Path, outcomes: dict[int, dict[str, tuple[str, Any]]],
                columns: dict[str, list[str]]) -> None:
+    """Adds these Flink outcomes to the cache (a run of some queries keeps the others')."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {str(p): {qid: [status, sorted_or_text(value)]
-                        for qid, (status, value) in per_query.items()}
-               for p, per_query in outcomes.items()}
-    path.write_text(json.dumps({"outcomes": payload, "columns": columns}), "utf-8")
+    old = json.loads(path.read_text("utf-8")) if path.exists() else {}
+    payload = old.get("outcomes", {})
+    for p, per_query in outcomes.items():
+        payload.setdefault(str(p), {}).update(
+            {qid: [status, sorted_or_text(value)] for qid, (status, value) in per_query.items()})
+    merged = {**old.get("columns", {}), **columns}
+    path.write_text(json.dumps({"outcomes": payload, "columns": merged}), "utf-8")
 
 
 def sorted_or_text(value: Any) -> Any:
@@ -132,9 +142,10 @@ def load_cache(path: Path) -> tuple[dict[int, dict[str, tuple[str, Any]]], dict[
 # --- fixtures --------------------------------------------------------------------------
 
 def write_fixtures(outcomes: dict[int, dict[str, tuple[str, Any]]],
-                   columns: dict[str, list[str]]) -> None:
-    """Flink's results as fixtures: p1 always, p2 only where it differs from p1; a query
-    non-deterministic (or failing) at any parallelism is listed instead."""
+                   columns: dict[str, list[str]], sql_of: dict[str, str]) -> None:
+    """Flink's results as fixtures: p1 always, p2 only where it differs from p1 (and not
+    for queries that depend on timing there); a query non-deterministic at a parallelism
+    is listed instead, one failing in Flink gets nothing."""
     ran = {qid for per_query in outcomes.values() for qid in per_query}
     for qid in ran:
         for p in corpus.PARALLELISMS:
@@ -144,10 +155,10 @@ def write_fixtures(outcomes: dict[int, dict[str, tuple[str, Any]]],
     for qid in sorted(ran & set(columns)):
         statuses = {p: outcomes[p].get(qid, ("error", "not run")) for p in outcomes}
         for p, (status, value) in sorted(statuses.items()):
-            if status == "nondeterministic":
+            if status == "nondeterministic" and not corpus.depends_on_timing(sql_of[qid], p):
                 unstable[f"{qid}_p{p}"] = value
         for p, (status, value) in sorted(statuses.items()):
-            if status != "ok":
+            if status != "ok" or corpus.depends_on_timing(sql_of[qid], p):
                 continue
             p1 = statuses.get(1)
             if p != 1 and p1 is not None and p1[0] == "ok" and p1[1] == value:
@@ -198,6 +209,10 @@ def compare(queries: list[tuple[str, str]], outcomes: dict[int, dict[str, tuple[
                 if status == "nondeterministic":
                     verdicts[key] = {"status": "nondeterministic", "evidence": str(flink)}
                     continue
+                if corpus.depends_on_timing(sql, p):
+                    verdicts[key] = {"status": "timing", "evidence": "lateness depends on "
+                                     "when the idle source subtask finishes"}
+                    continue
                 try:
                     _, ours = runner.run(sql)
                 except Exception as e:  # noqa: BLE001 - any failure is a verdict
@@ -219,13 +234,14 @@ def compare(queries: list[tuple[str, str]], outcomes: dict[int, dict[str, tuple[
 
 def summary(verdicts: dict[str, dict[str, str]], parallelisms: list[int]) -> str:
     lines = ["| parallelism | queries | match | differs | flowsql error | Flink "
-             "non-deterministic | Flink error |", "|---|---|---|---|---|---|---|"]
+             "non-deterministic | timing-dependent | Flink error |",
+             "|---|---|---|---|---|---|---|---|"]
     for p in parallelisms:
         mine = [v["status"] for k, v in verdicts.items() if k.endswith(f"_p{p}")]
         count = Counter(mine)
         lines.append(f"| {p} | {len(mine)} | {count['match']} | {count['differs']} | "
                      f"{count['flowsql-error']} | {count['nondeterministic']} | "
-                     f"{count['flink-error']} |")
+                     f"{count['timing']} | {count['flink-error']} |")
     return "\n".join(lines)
 
 
@@ -266,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     parallelisms = [int(p) for p in args.parallelism.split(",")]
     if args.regenerate:
         generate(corpus.DATA)
-        GENERATED.write_text(render(generated_corpus()), "utf-8")
+        flink_diff_corpus.GENERATED.write_text(
+            flink_diff_corpus.render(flink_diff_corpus.corpus()), "utf-8")
     queries = corpus.load_corpus()
     if args.only:
         queries = [q for q in queries if re.search(args.only, q[0])]
@@ -280,19 +297,18 @@ def main(argv: list[str] | None = None) -> int:
                     for p, per_query in outcomes.items() if p in parallelisms}
     else:
         if not VENV_PYTHON.exists():
-            raise SystemExit(f"{VENV_PYTHON} is missing: run benchmarks/flink_baseline.py "
-                             "once, which creates .venv-flink")
-        outcomes, columns = {}, {}
-        for p in parallelisms:
-            report = run_flink(queries, p, args.runs, args.chunk, args.timeout)
-            outcomes[p] = {qid: flink_outcome(entry, args.runs)
-                           for qid, entry in report.items()}
-            for qid, entry in report.items():
-                if entry["columns"]:
-                    columns[qid] = [name for name, _ in entry["columns"]]
+            from flink_baseline import ensure_venv  # creates .venv-flink with apache-flink
+
+            ensure_venv(sys.executable)
+        per_parallelism, report = run_flink(queries, parallelisms, args.runs, args.chunk,
+                                            args.timeout)
+        outcomes = {p: {qid: flink_outcome(entry, args.runs) for qid, entry in per_query.items()}
+                    for p, per_query in per_parallelism.items()}
+        columns = {qid: [name for name, _ in entry["columns"]]
+                   for qid, entry in report.items() if entry["columns"]}
         save_cache(cache, outcomes, columns)
     if args.write_fixtures and not args.from_fixtures:
-        write_fixtures(outcomes, columns)
+        write_fixtures(outcomes, columns, dict(queries))
     verdicts = compare(queries, outcomes)
     print(summary(verdicts, parallelisms))
     for key, verdict in sorted(verdicts.items()):
@@ -302,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.known:
         write_known(verdicts)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(verdicts, indent=1), "utf-8")
     return 0
 

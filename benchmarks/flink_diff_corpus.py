@@ -81,6 +81,9 @@ def window_aggregates() -> dict[str, str]:
         for agg, aggs in ORDER_AGGS.items():
             queries[f"wagg_{window}_{agg}_user"] = window_aggregate(
                 "orders", window, ["user_id"], aggs)
+            if agg != "sum":  # the never-late input: checked at parallelism 2 as well
+                queries[f"wagg_{window}_{agg}_user_ok"] = window_aggregate(
+                    "orders_ok", window, ["user_id"], aggs)
         for key, keys in KEYS.items():
             if key != "user":
                 queries[f"wagg_{window}_sum_{key}"] = window_aggregate(
@@ -120,9 +123,13 @@ def over_aggregates() -> dict[str, str]:
     for frame, spec in OVER_FRAMES.items():
         for agg, aggs in OVER_AGGS.items():
             window = f"PARTITION BY user_id ORDER BY ts {spec}"
-            queries[f"over_{frame}_{agg}"] = (
-                f"SELECT order_id, user_id, ts, {aggs.replace('(w)', f'({window})')}\n"
-                "FROM orders")
+            for table in ("orders", "orders_ok"):
+                suffix = "" if table == "orders" else "_ok"
+                if suffix and agg == "sum":
+                    continue  # over_<frame>_sum_orders_ok below
+                queries[f"over_{frame}_{agg}{suffix}"] = (
+                    f"SELECT order_id, user_id, ts, {aggs.replace('(w)', f'({window})')}\n"
+                    f"FROM {table}")
         for table in ("orders_w0", "orders_w5", "orders_ok"):
             queries[f"over_{frame}_sum_{table}"] = (
                 "SELECT order_id, user_id, ts,\n  SUM(amount) OVER (PARTITION BY user_id "
@@ -155,11 +162,14 @@ def window_top_n() -> dict[str, str]:
     queries: dict[str, str] = {}
     for window in ("tumble5", "tumble10", "hop2x6", "cumulate3x9"):
         for n in (1, 3):
-            inner = window_aggregate("orders", window, ["user_id"],
-                                     "SUM(amount) AS s, COUNT(*) AS c")
-            queries[f"wtopn_agg_{window}_{n}"] = (
-                f"SELECT * FROM (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, "
-                f"window_end ORDER BY s DESC) AS rn\n  FROM ({inner}))\nWHERE rn <= {n}")
+            for table in ("orders", "orders_ok"):
+                inner = window_aggregate(table, window, ["user_id"],
+                                         "SUM(amount) AS s, COUNT(*) AS c")
+                suffix = "" if table == "orders" else "_ok"
+                queries[f"wtopn_agg_{window}_{n}{suffix}"] = (
+                    "SELECT * FROM (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY "
+                    "window_start, window_end ORDER BY s DESC) AS rn\n"
+                    f"  FROM ({inner}))\nWHERE rn <= {n}")
         tvf = WINDOWS[window].format(t="bids", partition="")
         queries[f"wtopn_rows_{window}"] = (
             "SELECT * FROM (\n  SELECT bid_id, item, price, window_start, window_end,\n"

@@ -3,28 +3,31 @@ Flink virtual environment's interpreter (``.venv-flink/bin/python``), never by f
 
 Reads a JSON spec on standard input::
 
-    {"parallelism": 2, "runs": 2, "chunk": 40,
+    {"parallelisms": [1, 2], "runs": 2, "chunk": 40,
      "settings": {"pipeline.auto-watermark-interval": "0", ...},
      "tables": ["CREATE TABLE orders (...) WITH (...)", ...],
      "queries": [["q_id", "SELECT ..."], ...]}
 
-Every query is planned with ``sql_query``; its resolved schema declares a ``print`` sink
+Every query is planned once with ``sql_query`` and optimized (``explain``), so a query
+Flink cannot run is reported on its own; its resolved schema declares a ``print`` sink
 whose identifier is ``<tag>|<query id>``, so each result row reaches standard output as
-``<tag>|<id>[:<subtask>]> +I[...]`` (the changelog, row kinds included). Queries run in
-statement sets of ``chunk`` queries, one Flink job per set (shared sources are read once);
-a set whose job fails is re-run one query per job so one failing query does not hide the
-others. Each of ``runs`` repeats uses fresh tags (``r<run>a<attempt>``), so a failed
-attempt's partial output is never mistaken for a result.
+``<tag>|<id>[:<subtask>]> +I[...]`` (the changelog, row kinds included). For each
+parallelism (``parallelism.default`` is set before its jobs) and each of ``runs`` repeats,
+queries run in statement sets of ``chunk`` queries, one Flink job per set (shared sources
+are read once); a set whose job fails is halved until the failing query is alone. Every
+set has a fresh tag (``p<P>r<run>s<n>``), so a failed set's partial output is never
+mistaken for a result. Progress goes to standard error.
 
 The last line of standard output is ``@@DONE `` followed by JSON: per query its column
-names and types, its error (planning or job failure) if any, and per run the tag whose
-output is complete.
+names and types, its error (planning or job failure) if any, and per parallelism and run
+the tag whose output is complete.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 from pyflink.table import EnvironmentSettings, TableEnvironment
@@ -38,26 +41,27 @@ def sink_columns(table: Any) -> list[tuple[str, str]]:
 
 
 class Runner:
-    """One streaming TableEnvironment and the bookkeeping of tags and errors."""
+    """One streaming TableEnvironment, the planned queries and the bookkeeping of tags
+    and errors."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-        config = self.env.get_config()
-        config.set("parallelism.default", str(spec["parallelism"]))
-        config.set("table.local-time-zone", "UTC")
+        self.config = self.env.get_config()
+        self.config.set("table.local-time-zone", "UTC")
         for key, value in spec.get("settings", {}).items():
-            config.set(key, str(value))
+            self.config.set(key, str(value))
         for ddl in spec["tables"]:
             self.env.execute_sql(ddl)
-        self.sinks = 0
+        self.sets = 0
         self.report: dict[str, dict[str, Any]] = {}
 
     def plan(self, qid: str, sql: str) -> Any:
-        """The planned query, or None after recording its planning error."""
+        """The planned and optimized query, or None after recording why it cannot be."""
         entry = self.report.setdefault(qid, {"columns": None, "error": None, "runs": {}})
         try:
             table = self.env.sql_query(sql)
             entry["columns"] = sink_columns(table)
+            table.explain()  # runs the optimizer: unsupported plans fail here, not in a set
             return table
         except Exception as e:  # noqa: BLE001 - any planning failure is a result
             entry["error"] = f"plan: {_message(e)}"
@@ -66,9 +70,8 @@ class Runner:
     def run_set(self, queries: list[tuple[str, Any]], tag: str) -> str | None:
         """Runs the planned queries as one job; the job's error, or None."""
         statements = self.env.create_statement_set()
-        for qid, table in queries:
-            self.sinks += 1
-            sink = f"sink_{self.sinks}"
+        for index, (qid, table) in enumerate(queries):
+            sink = f"sink_{tag}_{index}"
             columns = ", ".join(f"`{name}` {kind}"
                                 for name, kind in self.report[qid]["columns"])
             self.env.execute_sql(
@@ -82,28 +85,39 @@ class Runner:
         except Exception as e:  # noqa: BLE001
             return _message(e)
 
+    def run_parts(self, queries: list[tuple[str, Any]], prefix: str, key: str) -> None:
+        """Runs the queries as one set; when the set fails, halves it until each failing
+        query is alone, so one failing query costs a few jobs, not one per query."""
+        self.sets += 1
+        tag = f"{prefix}s{self.sets}"
+        error = self.run_set(queries, tag)
+        if error is None:
+            for qid, _ in queries:
+                self.report[qid]["runs"].setdefault(key, {})[prefix] = tag
+        elif len(queries) == 1:
+            self.report[queries[0][0]]["error"] = f"job: {error}"
+        else:
+            middle = len(queries) // 2
+            self.run_parts(queries[:middle], prefix, key)
+            self.run_parts(queries[middle:], prefix, key)
+
     def run(self, spec: dict[str, Any]) -> None:
         chunk = int(spec.get("chunk", 40))
-        queries = [(qid, sql) for qid, sql in spec["queries"]]
-        for run in range(int(spec.get("runs", 1))):
-            planned = [(qid, table) for qid, sql in queries
-                       if (table := self.plan(qid, sql)) is not None]
-            for start in range(0, len(planned), chunk):
-                part = planned[start:start + chunk]
-                tag = f"r{run}a0c{start}"
-                error = self.run_set(part, tag)
-                if error is None:
-                    for qid, _ in part:
-                        self.report[qid]["runs"][str(run)] = tag
-                    continue
-                for index, (qid, table) in enumerate(part):
-                    single = f"r{run}a1c{start}q{index}"
-                    single_error = self.run_set([(qid, table)], single)
-                    if single_error is None:
-                        self.report[qid]["runs"][str(run)] = single
-                    else:
-                        self.report[qid]["error"] = f"job: {single_error}"
-            print(f"@@RUN {run} finished", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        planned = [(qid, table) for qid, sql in spec["queries"]
+                   if (table := self.plan(qid, sql)) is not None]
+        _progress(f"planned {len(planned)} of {len(spec['queries'])} queries", started)
+        for parallelism in spec["parallelisms"]:
+            self.config.set("parallelism.default", str(parallelism))
+            for run in range(int(spec.get("runs", 1))):
+                for start in range(0, len(planned), chunk):
+                    self.run_parts(planned[start:start + chunk], f"p{parallelism}r{run}",
+                                   str(parallelism))
+                _progress(f"parallelism {parallelism}, run {run} finished", started)
+
+
+def _progress(what: str, started: float) -> None:
+    print(f"[{time.perf_counter() - started:6.0f} s] {what}", file=sys.stderr, flush=True)
 
 
 def _message(error: Exception) -> str:

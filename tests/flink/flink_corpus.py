@@ -19,7 +19,8 @@ and ``benchmarks/flink_diff.py`` (which runs Flink and writes those results).
 * Fixtures: ``expected/<id>_p1.csv`` holds Flink's result at parallelism 1 (a header of
   column names, then the rows, sorted); ``expected/<id>_p2.csv`` exists only where
   Flink's result at parallelism 2 differs from it. ``nondeterministic.txt`` lists the
-  queries whose Flink results differed between repeated runs (they have no fixture);
+  queries whose Flink results differed between repeated runs (they have no fixture;
+  nor have the queries ``depends_on_timing`` at parallelism 2);
   ``known_differences.txt`` lists ``<id>_p<P>`` keys on which flowsql is known to differ,
   each with its reason.
 """
@@ -75,6 +76,23 @@ def table_ddl(data: Path = DATA) -> list[str]:
             f"'connector' = 'filesystem', 'path' = '{data / (stem + '.csv')}', "
             "'format' = 'csv', 'csv.null-literal' = '')")
     return statements
+
+
+#: tables with late rows, and the SQL that makes a result depend on which rows are late
+_LATE_TABLES = re.compile(r"\b(?:orders|bids|clicks)(?:_w0|_w5)?\b(?!_ok)", re.IGNORECASE)
+_EVENT_TIME = re.compile(r"DESCRIPTOR\s*\(|\bROWS\s+BETWEEN\b|\bRANGE\s+BETWEEN\b|"
+                         r"\bts\s+BETWEEN\b", re.IGNORECASE)
+
+
+def depends_on_timing(sql: str, parallelism: int) -> bool:
+    """Whether the query's result depends on timing at ``parallelism`` in both engines:
+    at parallelism > 1 an event-time operator (window, OVER frame, interval join) over a
+    table with late rows. Each table is one file, read by one of the two source subtasks;
+    the other has nothing to read, and until its end of input reaches the keyed operator
+    it holds that operator's watermark back, so how many rows are late depends on when
+    it finishes (in Flink as in flowsql)."""
+    return parallelism > 1 and bool(_LATE_TABLES.search(sql)) and bool(
+        _EVENT_TIME.search(sql))
 
 
 _NAME = re.compile(r"--\s*name:\s*(\S+)\s*$")

@@ -6,6 +6,11 @@ SELECT user_id, window_start, window_end, COUNT(*) AS c
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_count_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_sum_user
 SELECT user_id, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
@@ -16,9 +21,19 @@ SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_minmax_user_ok
+SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_avg_user
 SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble5_avg_user_ok
+SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble5_avgint_user
@@ -26,9 +41,19 @@ SELECT user_id, window_start, window_end, AVG(qty) AS aq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_avgint_user_ok
+SELECT user_id, window_start, window_end, AVG(qty) AS aq
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_countcol_user
 SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble5_countcol_user_ok
+SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble5_distinct_user
@@ -36,9 +61,19 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_distinct_user_ok
+SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_sumdistinct_user
 SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble5_sumdistinct_user_ok
+SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble5_stddev_user
@@ -46,14 +81,29 @@ SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amo
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_stddev_user_ok
+SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_filter_user
 SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble5_filter_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble5_maxstr_user
 SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble5_maxstr_user_ok
+SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble5_sum_none
@@ -101,6 +151,11 @@ SELECT user_id, window_start, window_end, COUNT(*) AS c
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_count_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_sum_user
 SELECT user_id, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
@@ -111,9 +166,19 @@ SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_minmax_user_ok
+SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_avg_user
 SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble10_avg_user_ok
+SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble10_avgint_user
@@ -121,9 +186,19 @@ SELECT user_id, window_start, window_end, AVG(qty) AS aq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_avgint_user_ok
+SELECT user_id, window_start, window_end, AVG(qty) AS aq
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_countcol_user
 SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble10_countcol_user_ok
+SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble10_distinct_user
@@ -131,9 +206,19 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_distinct_user_ok
+SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_sumdistinct_user
 SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble10_sumdistinct_user_ok
+SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble10_stddev_user
@@ -141,14 +226,29 @@ SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amo
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_stddev_user_ok
+SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_filter_user
 SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_tumble10_filter_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_tumble10_maxstr_user
 SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_tumble10_maxstr_user_ok
+SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_tumble10_sum_none
@@ -196,6 +296,11 @@ SELECT user_id, window_start, window_end, COUNT(*) AS c
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_count_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) AS c
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_sum_user
 SELECT user_id, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
@@ -206,9 +311,19 @@ SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_minmax_user_ok
+SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_avg_user
 SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_hop2x6_avg_user_ok
+SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_hop2x6_avgint_user
@@ -216,9 +331,19 @@ SELECT user_id, window_start, window_end, AVG(qty) AS aq
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_avgint_user_ok
+SELECT user_id, window_start, window_end, AVG(qty) AS aq
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_countcol_user
 SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_hop2x6_countcol_user_ok
+SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_hop2x6_distinct_user
@@ -226,9 +351,19 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_distinct_user_ok
+SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_sumdistinct_user
 SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_hop2x6_sumdistinct_user_ok
+SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_hop2x6_stddev_user
@@ -236,14 +371,29 @@ SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amo
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_stddev_user_ok
+SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_filter_user
 SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_hop2x6_filter_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_hop2x6_maxstr_user
 SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_hop2x6_maxstr_user_ok
+SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_hop2x6_sum_none
@@ -291,6 +441,11 @@ SELECT user_id, window_start, window_end, COUNT(*) AS c
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_count_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) AS c
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_sum_user
 SELECT user_id, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
@@ -301,9 +456,19 @@ SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_minmax_user_ok
+SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_avg_user
 SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_cumulate3x9_avg_user_ok
+SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_cumulate3x9_avgint_user
@@ -311,9 +476,19 @@ SELECT user_id, window_start, window_end, AVG(qty) AS aq
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_avgint_user_ok
+SELECT user_id, window_start, window_end, AVG(qty) AS aq
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_countcol_user
 SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_cumulate3x9_countcol_user_ok
+SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_cumulate3x9_distinct_user
@@ -321,9 +496,19 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_distinct_user_ok
+SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_sumdistinct_user
 SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_cumulate3x9_sumdistinct_user_ok
+SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_cumulate3x9_stddev_user
@@ -331,14 +516,29 @@ SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amo
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_stddev_user_ok
+SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_filter_user
 SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_cumulate3x9_filter_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_cumulate3x9_maxstr_user
 SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_cumulate3x9_maxstr_user_ok
+SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_cumulate3x9_sum_none
@@ -386,6 +586,11 @@ SELECT user_id, window_start, window_end, COUNT(*) AS c
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_count_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) AS c
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_sum_user
 SELECT user_id, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
@@ -396,9 +601,19 @@ SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_minmax_user_ok
+SELECT user_id, window_start, window_end, MIN(amount) AS mn, MAX(amount) AS mx
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_avg_user
 SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_session2_avg_user_ok
+SELECT user_id, window_start, window_end, AVG(amount) AS aa, SUM(amount) AS sa
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_session2_avgint_user
@@ -406,9 +621,19 @@ SELECT user_id, window_start, window_end, AVG(qty) AS aq
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_avgint_user_ok
+SELECT user_id, window_start, window_end, AVG(qty) AS aq
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_countcol_user
 SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_session2_countcol_user_ok
+SELECT user_id, window_start, window_end, COUNT(qty) AS cq, MIN(product) AS mp
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_session2_distinct_user
@@ -416,9 +641,19 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_distinct_user_ok
+SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_sumdistinct_user
 SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_session2_sumdistinct_user_ok
+SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_session2_stddev_user
@@ -426,14 +661,29 @@ SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amo
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_stddev_user_ok
+SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_filter_user
 SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
+-- name: wagg_session2_filter_user_ok
+SELECT user_id, window_start, window_end, COUNT(*) FILTER (WHERE qty > 2) AS big, SUM(amount) FILTER (WHERE product = 'fig') AS figs
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
 -- name: wagg_session2_maxstr_user
 SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
 FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+GROUP BY user_id, window_start, window_end;
+
+-- name: wagg_session2_maxstr_user_ok
+SELECT user_id, window_start, window_end, MAX(product) AS mxp, MIN(order_id) AS first_id
+FROM TABLE(SESSION(TABLE orders_ok PARTITION BY user_id, DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, window_start, window_end;
 
 -- name: wagg_session2_sum_none
@@ -671,13 +921,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_rows0_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_rows0_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_rows0_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_rows0_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_rows0_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_rows0_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -707,13 +969,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_rows2_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_rows2_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_rows2_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_rows2_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_rows2_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_rows2_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -743,13 +1017,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_rows5_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_rows5_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_rows5_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_rows5_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_rows5_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_rows5_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -779,13 +1065,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_rowsunb_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_rowsunb_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_rowsunb_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_rowsunb_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_rowsunb_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_rowsunb_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -815,13 +1113,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_range3s_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_range3s_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_range3s_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_range3s_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_range3s_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '3' SECOND PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_range3s_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -851,13 +1161,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_range10s_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_range10s_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_range10s_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_range10s_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_range10s_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_range10s_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -887,13 +1209,25 @@ FROM orders;
 SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
+-- name: over_rangeunb_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c
+FROM orders_ok;
+
 -- name: over_rangeunb_minmax
 SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
+-- name: over_rangeunb_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mx
+FROM orders_ok;
+
 -- name: over_rangeunb_avg
 SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a
 FROM orders;
+
+-- name: over_rangeunb_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a
+FROM orders_ok;
 
 -- name: over_rangeunb_sum_orders_w0
 SELECT order_id, user_id, ts,
@@ -1043,11 +1377,27 @@ FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 1;
 
+-- name: wtopn_agg_tumble5_1_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 1;
+
 -- name: wtopn_agg_tumble5_3
 SELECT * FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
   FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 3;
+
+-- name: wtopn_agg_tumble5_3_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '5' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 3;
 
@@ -1066,11 +1416,27 @@ FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 1;
 
+-- name: wtopn_agg_tumble10_1_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 1;
+
 -- name: wtopn_agg_tumble10_3
 SELECT * FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
   FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
 FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 3;
+
+-- name: wtopn_agg_tumble10_3_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(TUMBLE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 3;
 
@@ -1089,11 +1455,27 @@ FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' S
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 1;
 
+-- name: wtopn_agg_hop2x6_1_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 1;
+
 -- name: wtopn_agg_hop2x6_3
 SELECT * FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
   FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 3;
+
+-- name: wtopn_agg_hop2x6_3_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 3;
 
@@ -1112,11 +1494,27 @@ FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL 
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 1;
 
+-- name: wtopn_agg_cumulate3x9_1_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 1;
+
 -- name: wtopn_agg_cumulate3x9_3
 SELECT * FROM (
   SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
   FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
 FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
+GROUP BY user_id, window_start, window_end))
+WHERE rn <= 3;
+
+-- name: wtopn_agg_cumulate3x9_3_ok
+SELECT * FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY s DESC) AS rn
+  FROM (SELECT user_id, window_start, window_end, SUM(amount) AS s, COUNT(*) AS c
+FROM TABLE(CUMULATE(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND))
 GROUP BY user_id, window_start, window_end))
 WHERE rn <= 3;
 
