@@ -10,7 +10,7 @@ between runs is non-deterministic and gets no fixture.
 
 With ``--write-fixtures`` Flink's results become the fixtures the CI test
 ``tests/flink/test_flink_fixtures.py`` checks flowsql against without Flink
-(``expected/<id>_p1.csv``, ``expected/<id>_p2.csv`` where p2 differs, and
+(``expected/<id>_p1.csv.gz``, ``expected/<id>_p2.csv.gz`` where p2 differs, and
 ``nondeterministic.txt``). ``--from-fixtures`` skips Flink and compares flowsql with the
 stored fixtures. ``--known`` writes the differences found into ``known_differences.txt``
 (each with its first line of evidence; edit the reasons into classes afterwards).
@@ -206,12 +206,12 @@ def compare(queries: list[tuple[str, str]], outcomes: dict[int, dict[str, tuple[
                 if status == "error":
                     verdicts[key] = {"status": "flink-error", "evidence": str(flink)}
                     continue
-                if status == "nondeterministic":
-                    verdicts[key] = {"status": "nondeterministic", "evidence": str(flink)}
-                    continue
                 if corpus.depends_on_timing(sql, p):
                     verdicts[key] = {"status": "timing", "evidence": "lateness depends on "
                                      "when the idle source subtask finishes"}
+                    continue
+                if status == "nondeterministic":
+                    verdicts[key] = {"status": "nondeterministic", "evidence": str(flink)}
                     continue
                 try:
                     _, ours = runner.run(sql)
@@ -247,14 +247,14 @@ def summary(verdicts: dict[str, dict[str, str]], parallelisms: list[int]) -> str
 
 def write_known(verdicts: dict[str, dict[str, str]]) -> None:
     """Every difference as ``<id>_p<P> <first line of evidence>``, keeping the reasons
-    already written for keys that still differ."""
+    already written for keys that still differ and the lines of queries not run now."""
     old = corpus.read_listing(corpus.KNOWN_DIFFERENCES)
-    lines = []
-    for key, verdict in sorted(verdicts.items()):
-        if verdict["status"] not in ("differs", "flowsql-error"):
-            continue
-        evidence = verdict["evidence"].splitlines()[0]
-        lines.append(f"{key} {old.get(key) or verdict['status'] + ': ' + evidence}\n")
+    listing = {key: reason for key, reason in old.items() if key not in verdicts}
+    for key, verdict in verdicts.items():
+        if verdict["status"] in ("differs", "flowsql-error"):
+            evidence = verdict["evidence"].splitlines()[0]
+            listing[key] = old.get(key) or f"{verdict['status']}: {evidence}"
+    lines = [f"{key} {reason}\n" for key, reason in sorted(listing.items())]
     header = ("# Corpus queries on which flowsql is known to differ from Flink: "
               "<query>_p<parallelism> reason.\n# tests/flink/test_flink_fixtures.py fails "
               "when a listed query matches again: then remove its line.\n")

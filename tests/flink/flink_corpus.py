@@ -16,8 +16,9 @@ and ``benchmarks/flink_diff.py`` (which runs Flink and writes those results).
   becomes a string, NULL is ``NULL``, floating-point and decimal values are rounded to
   ``FLOAT_DIGITS`` decimals without trailing zeros, timestamps are
   ``yyyy-MM-dd HH:mm:ss.SSS``.
-* Fixtures: ``expected/<id>_p1.csv`` holds Flink's result at parallelism 1 (a header of
-  column names, then the rows, sorted); ``expected/<id>_p2.csv`` exists only where
+* Fixtures: ``expected/<id>_p1.csv.gz`` holds Flink's result at parallelism 1 (gzipped
+  CSV: a header of column names, then the rows, sorted; ``zcat`` shows it);
+  ``expected/<id>_p2.csv.gz`` exists only where
   Flink's result at parallelism 2 differs from it. ``nondeterministic.txt`` lists the
   queries whose Flink results differed between repeated runs (they have no fixture;
   nor have the queries ``depends_on_timing`` at parallelism 2);
@@ -30,6 +31,8 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import decimal
+import gzip
+import io
 import math
 import re
 from collections import Counter
@@ -200,19 +203,23 @@ def sorted_rows(result: Result) -> list[Row]:
 
 
 def fixture_path(qid: str, parallelism: int) -> Path:
-    return EXPECTED / f"{qid}_p{parallelism}.csv"
+    return EXPECTED / f"{qid}_p{parallelism}.csv.gz"
 
 
 def write_fixture(path: Path, columns: list[str], rows: list[Row]) -> None:
+    """A gzipped CSV (a fixed gzip header, so the same rows give the same bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(rows)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="",
+                                               mtime=0) as packed:
+        packed.write(text.getvalue().encode("utf-8"))
 
 
 def read_fixture(path: Path) -> tuple[list[str], Result]:
-    with path.open(newline="", encoding="utf-8") as handle:
+    with gzip.open(path, "rt", newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         columns = next(reader)
         return columns, Counter(tuple(row) for row in reader)

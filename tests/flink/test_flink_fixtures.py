@@ -86,7 +86,7 @@ def test_known_differences_name_checked_queries() -> None:
 
 
 def test_every_fixture_belongs_to_a_query() -> None:
-    names = {path.stem.rsplit("_p", 1)[0] for path in corpus.EXPECTED.glob("*.csv")}
+    names = {path.name.rsplit("_p", 1)[0] for path in corpus.EXPECTED.glob("*.csv.gz")}
     assert sorted(names - set(QUERIES)) == []
 
 

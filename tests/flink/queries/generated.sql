@@ -356,16 +356,6 @@ SELECT user_id, window_start, window_end, COUNT(DISTINCT product) AS dp
 FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
 GROUP BY user_id, window_start, window_end;
 
--- name: wagg_hop2x6_sumdistinct_user
-SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
-FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
-GROUP BY user_id, window_start, window_end;
-
--- name: wagg_hop2x6_sumdistinct_user_ok
-SELECT user_id, window_start, window_end, SUM(DISTINCT qty) AS sdq, COUNT(DISTINCT qty) AS cdq
-FROM TABLE(HOP(TABLE orders_ok, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
-GROUP BY user_id, window_start, window_end;
-
 -- name: wagg_hop2x6_stddev_user
 SELECT user_id, window_start, window_end, STDDEV_POP(amount) AS sd, VAR_SAMP(amount) AS vs
 FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))
@@ -698,7 +688,7 @@ GROUP BY product, window_start, window_end;
 
 -- name: wagg_session2_sum_user_product
 SELECT user_id, product, window_start, window_end, COUNT(*) AS c, SUM(qty) AS sq
-FROM TABLE(SESSION(TABLE orders PARTITION BY user_id, product, DESCRIPTOR(ts), INTERVAL '2' SECOND))
+FROM TABLE(SESSION(TABLE orders PARTITION BY (user_id, product), DESCRIPTOR(ts), INTERVAL '2' SECOND))
 GROUP BY user_id, product, window_start, window_end;
 
 -- name: wagg_session2_sum_user_orders_w0
@@ -913,52 +903,52 @@ SELECT c, MAX(c) AS most
 FROM (SELECT user_id, COUNT(*) AS c FROM orders GROUP BY user_id)
 GROUP BY c;
 
--- name: over_rows0_sum
-SELECT order_id, user_id, ts, SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s
+-- name: over_rows1_sum
+SELECT order_id, user_id, ts, SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s
 FROM orders;
 
--- name: over_rows0_count
-SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS c
+-- name: over_rows1_count
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
--- name: over_rows0_count_ok
-SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS c
+-- name: over_rows1_count_ok
+SELECT order_id, user_id, ts, COUNT(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS c
 FROM orders_ok;
 
--- name: over_rows0_minmax
-SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mx
+-- name: over_rows1_minmax
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS mx
 FROM orders;
 
--- name: over_rows0_minmax_ok
-SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS mx
+-- name: over_rows1_minmax_ok
+SELECT order_id, user_id, ts, MIN(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS mn, MAX(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS mx
 FROM orders_ok;
 
--- name: over_rows0_avg
-SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS a
+-- name: over_rows1_avg
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a
 FROM orders;
 
--- name: over_rows0_avg_ok
-SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS a
+-- name: over_rows1_avg_ok
+SELECT order_id, user_id, ts, AVG(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a
 FROM orders_ok;
 
--- name: over_rows0_sum_orders_w0
+-- name: over_rows1_sum_orders_w0
 SELECT order_id, user_id, ts,
-  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s
+  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s
 FROM orders_w0;
 
--- name: over_rows0_sum_orders_w5
+-- name: over_rows1_sum_orders_w5
 SELECT order_id, user_id, ts,
-  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s
+  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s
 FROM orders_w5;
 
--- name: over_rows0_sum_orders_ok
+-- name: over_rows1_sum_orders_ok
 SELECT order_id, user_id, ts,
-  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS s
+  SUM(amount) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s
 FROM orders_ok;
 
--- name: over_rows0_count_product
+-- name: over_rows1_count_product
 SELECT order_id, product, ts,
-  COUNT(*) OVER (PARTITION BY product ORDER BY ts ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS c
+  COUNT(*) OVER (PARTITION BY product ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS c
 FROM orders;
 
 -- name: over_rows2_sum

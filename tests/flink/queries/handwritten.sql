@@ -115,11 +115,12 @@ FROM orders;
 SELECT order_id, MD5(product) AS m, CHAR_LENGTH(SHA256(product)) AS n FROM orders;
 
 -- name: wagg_window_time_cascade
-SELECT window_start, window_end, SUM(c) AS total, MAX(c) AS most
-FROM TABLE(TUMBLE(TABLE (
+WITH per_user AS (
   SELECT user_id, window_time AS ts, COUNT(*) AS c
   FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))
-  GROUP BY user_id, window_start, window_end, window_time), DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY user_id, window_start, window_end, window_time)
+SELECT window_start, window_end, SUM(c) AS total, MAX(c) AS most
+FROM TABLE(TUMBLE(TABLE per_user, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end;
 
 -- name: wagg_cascade_same_window
@@ -236,20 +237,16 @@ SELECT order_id, user_id FROM orders AS o
 WHERE NOT EXISTS (SELECT 1 FROM bids AS b WHERE b.user_id = o.user_id AND b.price > 495);
 
 -- name: ijoin_with_window_agg
-SELECT window_start, window_end, COUNT(*) AS pairs
-FROM TABLE(TUMBLE(TABLE (
+WITH pairs AS (
   SELECT o.ts, o.order_id FROM orders_ok AS o JOIN clicks_ok AS c
-  ON o.user_id = c.user_id AND c.ts BETWEEN o.ts - INTERVAL '1' SECOND AND o.ts), DESCRIPTOR(ts),
-  INTERVAL '10' SECOND))
+  ON o.user_id = c.user_id AND c.ts BETWEEN o.ts - INTERVAL '1' SECOND AND o.ts)
+SELECT window_start, window_end, COUNT(*) AS pairs
+FROM TABLE(TUMBLE(TABLE pairs, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY window_start, window_end;
 
 -- name: topn_global
 SELECT * FROM (SELECT order_id, amount, ROW_NUMBER() OVER (ORDER BY amount DESC) AS rn
                FROM orders) WHERE rn <= 5;
-
--- name: topn_rank
-SELECT * FROM (SELECT bid_id, item, price, RANK() OVER (PARTITION BY item ORDER BY price DESC) AS r
-               FROM bids) WHERE r <= 2;
 
 -- name: topn_no_rank_column
 SELECT order_id, user_id, amount FROM (
@@ -278,7 +275,7 @@ SELECT * FROM (
 WHERE rn <= 3;
 
 -- name: over_lag
-SELECT order_id, user_id, amount, LAG(amount) OVER (PARTITION BY user_id ORDER BY ts) AS prev
+SELECT order_id, user_id, amount, LAG(amount) OVER (PARTITION BY user_id ORDER BY ts) AS before_amount
 FROM orders_ok;
 
 -- name: over_count_distinct
