@@ -213,12 +213,12 @@ def compare(queries: list[tuple[str, str]], outcomes: dict[int, dict[str, tuple[
             for qid, sql in queries:
                 key = f"{qid}_p{p}"
                 status, flink = per_query.get(qid, ("error", "not run"))
-                if status == "error":
-                    verdicts[key] = {"status": "flink-error", "evidence": str(flink)}
-                    continue
                 if corpus.depends_on_timing(sql, p):
                     verdicts[key] = {"status": "timing", "evidence": "lateness depends on "
                                      "when the idle source subtask finishes"}
+                    continue
+                if status == "error":
+                    verdicts[key] = {"status": "flink-error", "evidence": str(flink)}
                     continue
                 if status == "nondeterministic":
                     verdicts[key] = {"status": "nondeterministic", "evidence": str(flink)}
