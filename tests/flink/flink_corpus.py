@@ -188,10 +188,6 @@ def normal_flink(text: str, kind: str) -> str:
 
 # --- results and fixtures ------------------------------------------------------------
 
-def result_of_rows(rows: list[Row]) -> Result:
-    return Counter(rows)
-
-
 def sorted_rows(result: Result) -> list[Row]:
     """The multiset as a sorted row list (negative counts are an error of the caller)."""
     rows: list[Row] = []
