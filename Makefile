@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SF ?= 0.1
 
-.PHONY: install demo test test-all lint golden bench bench-flink clean
+.PHONY: install demo test test-all lint golden bench bench-flink flink-diff clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench: install
 
 bench-flink: install
 	$(BIN)/python benchmarks/flink_baseline.py --markdown --json data/flink_baseline.json
+
+# Flink fidelity: the streaming corpus on Flink and flowsql (FLINK_DIFF_ARGS=--write-fixtures
+# refreshes tests/flink/expected; --from-fixtures compares without Flink)
+flink-diff: install
+	$(BIN)/python benchmarks/flink_diff.py --json data/flink_diff/verdicts.json $(FLINK_DIFF_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
