@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "flink"))  # the corpus module the CI test uses
+sys.path.insert(0, str(ROOT))  # the corpus module the CI test uses, tests.flink.flink_corpus
 
-import flink_corpus as corpus  # noqa: E402
 import flink_diff_corpus  # noqa: E402
 from flink_diff_data import generate  # noqa: E402
+
+from tests.flink import flink_corpus as corpus  # noqa: E402
 
 VENV_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
 JOB = Path(__file__).resolve().parent / "flink_diff_job.py"

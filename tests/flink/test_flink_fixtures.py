@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import flink_corpus as corpus
+from tests.flink import flink_corpus as corpus
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
