@@ -81,6 +81,31 @@ def test_union_all_of_two_watermarked_inputs_fires_windows_on_the_minimum(
     assert _rows(session.sql(query).to_arrow()) == expected
 
 
+@pytest.mark.parametrize("parallelism", ["1", "2"])
+def test_union_all_keeps_the_row_kinds_of_updating_inputs(session: flowsql.Session,
+                                                           parallelism: str) -> None:
+    """A UNION ALL of a GROUP BY (updating) and a scan (insert-only) is updating: the
+    retractions of the aggregate stay retractions, so the final rows are those of batch
+    mode, and the streamed changes keep their -U / +U kinds."""
+    session.set("parallelism.default", parallelism)
+    query = ("SELECT k, COUNT(*) AS c FROM l GROUP BY k "
+             "UNION ALL SELECT k, COUNT(*) FROM r GROUP BY k "
+             "UNION ALL SELECT k, v FROM r WHERE v > 25")
+    final = _rows(session.sql(query).to_arrow())
+    assert final == [("a", 2), ("a", 3), ("b", 2), ("b", 2), ("b", 30), ("b", 40)]
+    changes = [row for batch in session.sql(query).stream() for row in
+               zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                   batch.column(2).to_pylist())]
+    assert sorted(changes) == sorted(
+        [("+I", "a", 1), ("-U", "a", 1), ("+U", "a", 2), ("-U", "a", 2), ("+U", "a", 3),
+         ("+I", "b", 1), ("-U", "b", 1), ("+U", "b", 2),
+         ("+I", "a", 1), ("-U", "a", 1), ("+U", "a", 2),
+         ("+I", "b", 1), ("-U", "b", 1), ("+U", "b", 2),
+         ("+I", "b", 30), ("+I", "b", 40)])
+    session.set("execution.runtime-mode", "batch")
+    assert _rows(session.sql(query).to_arrow()) == final
+
+
 def test_stream_yields_changes_as_they_come_and_replays_for_bounded_input(
         session: flowsql.Session) -> None:
     result = session.sql("SELECT k, v FROM l WHERE k = 'a'")

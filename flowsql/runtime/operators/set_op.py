@@ -1,6 +1,7 @@
 """UNION / INTERSECT / EXCEPT [ALL] with SQL multiset semantics; NULLs equal each other.
 
-UNION ALL streams both inputs through. Every other kind groups the rows of both inputs
+UNION ALL streams both inputs through; the row kinds of an updating input (a streaming
+changelog, ``runtime.changelog``) pass through with its rows. Every other kind groups the rows of both inputs
 together in one Acero group-by (which treats NULLs as equal, as set operations must),
 counting per distinct row how often it occurs on the left (``l``) and on the right
 (``r``). Each kind is then a repeat count per distinct row::
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.planner.physical import SetOpExec
+from flowsql.runtime.changelog import is_updating, with_row_kinds
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
     batch_size,
@@ -55,9 +57,11 @@ class SetOpOperator(Operator):
         self._memory = HeldMemory(context)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        batch = make_batch(batch.columns, self.node.fields, batch.num_rows)
+        width = len(self.node.fields)
+        kinds = batch.column(width) if is_updating(batch, width) else None
+        batch = make_batch(batch.columns[:width], self.node.fields, batch.num_rows)
         if self._streaming:
-            return (batch,)
+            return (batch if kinds is None else with_row_kinds(batch, kinds),)
         self._inputs[input].append(batch)
         self._memory.hold(batch_nbytes(batch))
         return ()
