@@ -297,7 +297,6 @@ def test_equals_duckdb_without_late_rows(frame: str, preceding: int | None):
                       "v": pa.array([e[2] for e in events], pa.int64()),
                       "seq": pa.array(range(len(events)), pa.int64())})
     window = f"OVER (PARTITION BY k {DUCK_FRAMES[(frame, preceding)]})"
-    # DuckDB 2.0 fails epoch_ms on a TIMESTAMP_MS ("Unimplemented type for cast"): widen first
     expected = duck(
         f"SELECT k, epoch_ms(ts::TIMESTAMP) AS ts, v, COUNT(*) {window}, COUNT(v) {window}, "
         f"SUM(v) {window}, AVG(v) {window}, MIN(v) {window}, MAX(v) {window} "
