@@ -10,10 +10,14 @@ column order and types. :meth:`WindowAggregateOperator.from_spec` builds the win
 alone, over batches that already have the spec's columns, with output in the windowing's
 order: that is how the windowing is tested against a reference model.
 
-Watermarks are generated here, from the rowtime in input order, with
-:class:`BoundedOutOfOrderness` -- equivalent to generating them at the scan because the
-planner only places this node directly over the scan of the table that declares the
-WATERMARK (window TVFs take ``TABLE t``), and everything between keeps row order.
+Streaming plans put a watermark assigner below this node and its watermarks arrive through
+``process_watermark``. A node with ``watermark_delay_ms`` generates them here instead, from
+the rowtime in input order, with :class:`BoundedOutOfOrderness` -- equivalent to generating
+them at the scan when the node sits over the scan of the table that declares the WATERMARK
+(window TVFs take ``TABLE t``) and everything between keeps row order. That generator is
+not checkpointed (Flink does not checkpoint source watermarks either): after a restore it
+starts over, and every row's arrival watermark is still at least the restored one, which
+makes a restored run equal an uninterrupted one at auto-watermark-interval 0.
 Records whose rowtime is NULL are dropped (as in Flink) before they count for watermarks;
 records failing the plan's ``predicate`` are dropped after.
 
