@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.window.positional_window_aggregate import (
+from flowsql.runtime.operators.window.window_aggregate import (
     LATE_RECORDS_DROPPED,
-    PositionalWindowAggregate,
+    WindowAggregateOperator,
 )
 from flowsql.runtime.operators.window.window_specs import (
     AggregateSpec,
@@ -42,8 +42,8 @@ def spec(window: WindowSpec, max_parallelism: int = 128,
 
 def open_operator(window: WindowSpec, subtask: int = 0, parallelism: int = 1,
                   aggregates: tuple[AggregateSpec, ...] = AGGS
-                  ) -> tuple[PositionalWindowAggregate, OperatorContext]:
-    operator = PositionalWindowAggregate(spec(window, aggregates=aggregates))
+                  ) -> tuple[WindowAggregateOperator, OperatorContext]:
+    operator = WindowAggregateOperator.from_spec(spec(window, aggregates=aggregates))
     context = OperatorContext("window", subtask_index=subtask, parallelism=parallelism)
     operator.open(context)
     return operator, context
@@ -68,7 +68,7 @@ def batches(events: Sequence[Event], sizes: Sequence[int], delay: int
     return out
 
 
-def feed(operator: PositionalWindowAggregate, batch: pa.RecordBatch,
+def feed(operator: WindowAggregateOperator, batch: pa.RecordBatch,
          watermark: int | None) -> list[pa.RecordBatch]:
     out = list(operator.process_batch(0, batch))
     if watermark is not None:

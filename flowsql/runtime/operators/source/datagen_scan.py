@@ -3,6 +3,10 @@ and filtered by the pushed-down predicates (the generator itself knows neither).
 
 An unbounded datagen table (neither ``number-of-rows`` nor sequence fields) runs only in
 streaming mode: a batch query over it would never finish.
+
+The operator is the connector's :class:`DatagenSource` (not a wrapper around one), so its
+position -- the only state -- is saved and restored by the operator's own
+``snapshot_state`` / ``restore_state``.
 """
 
 from __future__ import annotations
@@ -19,30 +23,29 @@ from flowsql.runtime.connectors.datagen import DatagenSource, DatagenTable
 from flowsql.runtime.expressions import compile_predicate
 from flowsql.runtime.kernels.batches import make_batch
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.contract import Source
 
 
-class DatagenScanOperator(Source):
+class DatagenScanOperator(DatagenSource):
+    """See the module docstring."""
+
     def __init__(self, node: TableScanExec) -> None:
+        super().__init__(DatagenTable(node.table.schema, node.table.options))
         self.node = node
-        table = DatagenTable(node.table.schema, node.table.options)
-        self._source = DatagenSource(table)
-        names = table.schema.names
+        names = self.table.schema.names
         self._positions = [names.index(f.name) for f in node.fields]
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         mode = SettingValues(context.settings).string("execution.runtime-mode")
-        if self._source.table.total_rows is None and mode != "streaming":
+        if self.table.total_rows is None and mode != "streaming":
             raise ExecutionError(f"datagen table '{self.node.table.name}' is unbounded; set "
                                  "'number-of-rows' (or sequence fields) to query it in batch "
                                  "mode, or SET 'execution.runtime-mode' = 'streaming'")
-        self._source.open(context)
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         predicate = conjoin(self.node.filters)
         keep = compile_predicate(predicate, self.node.fields) if predicate is not None else None
-        for raw in self._source.produce():
+        for raw in super().produce():
             batch = make_batch([raw.column(i) for i in self._positions], self.node.fields,
                                raw.num_rows)
             if keep is not None:

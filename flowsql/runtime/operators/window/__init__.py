@@ -2,8 +2,8 @@
 
 * ``window_table_function`` -- rows repeated once per window they belong to;
 * ``window_aggregate`` -- the window TVF followed by GROUP BY keys, window_start, window_end
-  (``WindowAggregateExec``), running ``positional_window_aggregate`` over the evaluated
-  columns;
+  (``WindowAggregateExec``), the plan's expressions evaluated into the columns that
+  ``window_specs.window_aggregate_spec`` names, then windowed;
 * ``cascading_window_aggregate`` -- aggregates over rows that already carry their window
   (``WindowedAggregateExec``);
 * kernels: ``window_specs`` (what is computed), ``window_assignment`` (fixed windows of a

@@ -4,6 +4,7 @@ Times are int64 milliseconds. Window TVF semantics follow Flink: a window is
 ``[window_start, window_end)`` (end exclusive) and fires once the watermark reaches
 ``window_end - 1``. Parameters are validated at construction because a plan that reaches
 the runtime with an impossible window is a planning bug the user should see named.
+``window_aggregate_spec`` reads these values off a ``WindowAggregateExec``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pyarrow as pa
 
 from flowsql.errors import PlanError
 from flowsql.planner.logical import WindowShape
+from flowsql.planner.physical import WindowAggregateExec
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
@@ -109,3 +111,36 @@ class WindowAggregateSpec:
     aggregates: tuple[AggregateSpec, ...]
     watermark_column: int | None = None
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
+
+
+def narrow_schema(node: WindowAggregateExec) -> pa.Schema:
+    """The columns a plan node's rows are evaluated into before windowing: ``rowtime``,
+    ``k<i>`` per group key, ``x<i>`` per aggregate argument, then ``watermark`` (each row's
+    arrival watermark) when the node generates event-time watermarks."""
+    fields = [pa.field("rowtime", pa.timestamp("ms"))]
+    fields += [pa.field(f"k{i}", k.dtype) for i, k in enumerate(node.keys)]
+    fields += [pa.field(f"x{i}", a.args[0].dtype)
+               for i, a in enumerate(a for a in node.aggs if a.name != "count_star")]
+    if node.watermark_delay_ms is not None:
+        fields.append(pa.field("watermark", pa.int64()))
+    return pa.schema(fields)
+
+
+def window_aggregate_spec(node: WindowAggregateExec) -> WindowAggregateSpec:
+    """What a ``WindowAggregateExec`` computes, over the columns of :func:`narrow_schema`.
+
+    Raises PlanError for an aggregate the window aggregate cannot compute (a FILTER
+    clause, or a function outside ``AGGREGATE_FUNCTIONS``), naming it."""
+    unsupported = [a.name for a in node.aggs
+                   if a.name not in AGGREGATE_FUNCTIONS or a.filter is not None]
+    if unsupported:
+        raise PlanError(f"window aggregate cannot compute {', '.join(unsupported)}")
+    aggregates, position = [], 1 + len(node.keys)
+    for index, agg in enumerate(node.aggs):
+        column = None if agg.name == "count_star" else position
+        position += column is not None
+        aggregates.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
+    watermarked = node.watermark_delay_ms is not None
+    return WindowAggregateSpec(narrow_schema(node), 0, window_spec(node.shape),
+                               tuple(range(1, 1 + len(node.keys))), tuple(aggregates),
+                               watermark_column=position if watermarked else None)

@@ -15,9 +15,9 @@ import pytest
 
 from flowsql.errors import ExecutionError, PlanError
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.window.positional_window_aggregate import (
+from flowsql.runtime.operators.window.window_aggregate import (
     LATE_RECORDS_DROPPED,
-    PositionalWindowAggregate,
+    WindowAggregateOperator,
 )
 from flowsql.runtime.operators.window.window_specs import (
     AggregateSpec,
@@ -124,7 +124,7 @@ def test_aggregates_over_nulls_and_timestamps():
         AggregateSpec("count_star", None, "n"), AggregateSpec("count", 2, "nv"),
         AggregateSpec("sum", 2, "sv"), AggregateSpec("avg", 2, "av"),
         AggregateSpec("min", 3, "lo"), AggregateSpec("max", 3, "hi")))
-    operator = PositionalWindowAggregate(spec)
+    operator = WindowAggregateOperator.from_spec(spec)
     operator.open(OperatorContext("w"))
     batch = pa.record_batch([
         pa.array([1, 1, None, None, 1], pa.int32()),
@@ -144,7 +144,7 @@ def test_global_window_without_group_keys():
     schema = pa.schema([("ts", pa.int64()), ("v", pa.int64())])
     spec = WindowAggregateSpec(schema, 0, WindowSpec.tumble(10), (),
                                (AggregateSpec("sum", 1, "s"),))
-    operator = PositionalWindowAggregate(spec)
+    operator = WindowAggregateOperator.from_spec(spec)
     operator.open(OperatorContext("w"))
     batch = pa.record_batch([pa.array([1, 5, 11]), pa.array([1, 2, 3])], schema=schema)
     out = list(operator.process_batch(0, batch)) + list(operator.process_watermark(9))
@@ -158,7 +158,7 @@ def test_watermark_events_without_row_watermarks_decide_lateness():
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64())])
     spec = WindowAggregateSpec(schema, 1, WindowSpec.tumble(10), (0,),
                                (AggregateSpec("count_star", None, "n"),))
-    operator = PositionalWindowAggregate(spec)
+    operator = WindowAggregateOperator.from_spec(spec)
     context = OperatorContext("w")
     operator.open(context)
     fired = list(operator.process_batch(0, pa.record_batch(
@@ -179,7 +179,7 @@ def test_invalid_windows_and_null_rowtime_are_reported():
     with pytest.raises(PlanError, match="gap"):
         WindowSpec.session(0)
     schema = pa.schema([("ts", pa.int64())])
-    operator = PositionalWindowAggregate(WindowAggregateSpec(
+    operator = WindowAggregateOperator.from_spec(WindowAggregateSpec(
         schema, 0, WindowSpec.tumble(5), (), (AggregateSpec("count_star", None, "n"),)))
     operator.open(OperatorContext("w"))
     with pytest.raises(ExecutionError, match="NULL"):

@@ -12,12 +12,12 @@ import pyarrow as pa
 import pytest
 
 from flowsql.runtime.operator import OperatorContext
-from flowsql.runtime.operators.window.positional_window_aggregate import (
-    LATE_RECORDS_DROPPED,
-    PositionalWindowAggregate,
-)
 from flowsql.runtime.operators.window.slicing import Slicing
 from flowsql.runtime.operators.window.sorted_merge import merge_sorted, numpy_mergeable
+from flowsql.runtime.operators.window.window_aggregate import (
+    LATE_RECORDS_DROPPED,
+    WindowAggregateOperator,
+)
 from flowsql.runtime.operators.window.window_specs import (
     AggregateSpec,
     WindowAggregateSpec,
@@ -138,8 +138,8 @@ HOP_ROWS = [(1, -5, 5, 1, 10, 10), (2, -5, 5, 1, 20, 20), (1, 0, 10, 1, 10, 10),
             (1, 25, 35, 1, 50, 50)]
 
 
-def _open(window: WindowSpec) -> tuple[PositionalWindowAggregate, OperatorContext]:
-    operator = PositionalWindowAggregate(WindowAggregateSpec(
+def _open(window: WindowSpec) -> tuple[WindowAggregateOperator, OperatorContext]:
+    operator = WindowAggregateOperator.from_spec(WindowAggregateSpec(
         SCHEMA, 1, window, (0,), AGGS, watermark_column=3))
     context = OperatorContext("window")
     operator.open(context)
@@ -162,7 +162,7 @@ def _batches(events: Sequence[tuple[int | None, int, int | None]], sizes: Sequen
     return out
 
 
-def _feed(operator: PositionalWindowAggregate, batch: pa.RecordBatch,
+def _feed(operator: WindowAggregateOperator, batch: pa.RecordBatch,
           watermark: int | None) -> list[pa.RecordBatch]:
     out = list(operator.process_batch(0, batch))
     if watermark is not None:
