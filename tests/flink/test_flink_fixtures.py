@@ -16,8 +16,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.flink import flink_corpus as corpus
 import pytest
+
+from tests.flink import flink_corpus as corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERIES = dict(corpus.load_corpus())
