@@ -22,6 +22,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from flowsql.planner import types as T
+from flowsql.planner.config.time_zone import tzinfo_of
 from flowsql.planner.expressions import Call, Cast, Expr, Literal
 from flowsql.sql.literals import cast_value, interval_value
 from flowsql.sql.scope import Scope
@@ -190,19 +191,22 @@ def _constant(value: float) -> SpecialBinder:
 
 
 def _now(local: bool) -> SpecialBinder:
-    """The query's start time, read once when the query is bound (Flink's batch rule) in UTC,
-    the default ``table.local-time-zone``."""
+    """The query's start time, read once when the query is bound (Flink's batch rule):
+    CURRENT_TIMESTAMP / NOW() as an instant, LOCALTIMESTAMP as the wall-clock time of the
+    session's ``table.local-time-zone``."""
     def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
         now = dt.datetime.now(dt.UTC)
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # TIMESTAMP(3)
         if local:
-            return Literal(now.replace(tzinfo=None), pa.timestamp("ms"))
+            wall = now.astimezone(tzinfo_of(binder.time_zone)).replace(tzinfo=None)
+            return Literal(wall, pa.timestamp("ms"))
         return Literal(now, pa.timestamp("ms", "UTC"))
     return bind
 
 
 def _current_date(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
-    return Literal(dt.datetime.now(dt.UTC).date(), T.DATE)
+    """Today's date in the session's ``table.local-time-zone``."""
+    return Literal(dt.datetime.now(tzinfo_of(binder.time_zone)).date(), T.DATE)
 
 
 SPECIAL: dict[str, SpecialBinder] = {
