@@ -24,6 +24,7 @@ from sqlglot import exp
 from flowsql.planner import types as T
 from flowsql.planner.config.time_zone import tzinfo_of
 from flowsql.planner.expressions import Call, Cast, Expr, Literal
+from flowsql.sql.bind_time_zone import is_ltz, to_local
 from flowsql.sql.literals import cast_value, interval_value
 from flowsql.sql.scope import Scope
 
@@ -179,6 +180,8 @@ def try_cast(arg: Expr, target: pa.DataType) -> Expr:
 def _extract(field: str, plus: int = 0) -> SpecialBinder:
     def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
         value = _temporal(binder, binder.bind(node.this, scope), node.this)
+        if is_ltz(value.dtype):
+            value = to_local(value, binder.time_zone)  # the field of the zone's clock
         call: Expr = Call(f"extract_{field}", (value,), T.INT64)
         if plus:
             call = Call("add", (call, Literal(plus, T.INT64)), T.INT64)

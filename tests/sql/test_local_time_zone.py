@@ -24,7 +24,9 @@ QUERY = """SELECT id,
   FROM_UNIXTIME(CAST(ms / 1000 AS BIGINT)) AS from_unix,
   UNIX_TIMESTAMP(DATE_FORMAT(TO_TIMESTAMP_LTZ(ms, 3), 'yyyy-MM-dd HH:mm:ss')) * 1000 = ms
     AS round_trip,
-  CAST(TO_TIMESTAMP_LTZ(ms, 3) AS DATE) AS local_date
+  CAST(TO_TIMESTAMP_LTZ(ms, 3) AS DATE) AS local_date,
+  HOUR(TO_TIMESTAMP_LTZ(ms, 3)) * 100 + EXTRACT(MINUTE FROM TO_TIMESTAMP_LTZ(ms, 3))
+    AS local_hhmm
 FROM t"""
 
 EXPECTED = {
@@ -56,7 +58,7 @@ def _expected_rows(zone: str) -> list[dict[str, object]]:
     texts, dates = EXPECTED[zone]
     return [{"id": i + 1, "local_ts": dt.datetime.strptime(text, "%Y-%m-%d %H:%M"),
              "formatted": text, "from_unix": text + ":00", "round_trip": True,
-             "local_date": day} for i, (text, day) in enumerate(zip(texts, dates))]
+             "local_date": day, "local_hhmm": int(text[11:13] + text[14:16])} for i, (text, day) in enumerate(zip(texts, dates))]
 
 
 @pytest.mark.parametrize("zone", list(EXPECTED))
