@@ -36,7 +36,7 @@ from flowsql.planner.logical import LogicalPlan, Project
 from flowsql.planner.schema import Field
 from flowsql.sql import functions as F
 from flowsql.sql.bind_special_functions import SPECIAL, try_cast
-from flowsql.sql.bind_time_zone import is_ltz, to_local, zoned_cast
+from flowsql.sql.bind_time_zone import is_ltz, to_instant, to_local, zoned_cast
 from flowsql.sql.literals import cast_value, interval_value, number_literal
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import Scope
@@ -399,8 +399,15 @@ class ExpressionBinder:
         return self.coerce(arg, target, node)
 
     def _bind_trycast(self, node: exp.TryCast, scope: Scope) -> Expr:
-        """Flink's TRY_CAST: NULL where CAST would fail."""
-        return try_cast(self.bind(node.this, scope), to_arrow_type(node.args["to"], self.sql))
+        """Flink's TRY_CAST: NULL where CAST would fail (the zone conversion itself cannot)."""
+        arg = self.bind(node.this, scope)
+        target = to_arrow_type(node.args["to"], self.sql)
+        if is_ltz(arg.dtype) and not is_ltz(target) and not T.is_null(target):
+            return try_cast(to_local(arg, self.time_zone), target)
+        if is_ltz(target) and not is_ltz(arg.dtype) and not T.is_null(arg.dtype):
+            wall = try_cast(arg, pa.timestamp(target.unit))
+            return to_instant(wall, self.time_zone) if not T.is_null(wall.dtype) else wall
+        return try_cast(arg, target)
 
     def _bind_extract(self, node: exp.Extract, scope: Scope) -> Expr:
         field = node.this.name.lower()

@@ -118,3 +118,16 @@ def test_an_invalid_zone_names_the_key() -> None:
         session.sql("SET 'table.local-time-zone' = 'Mars/Olympus'")
     with pytest.raises(ConfigError, match="table.local-time-zone"):
         flowsql.connect(**{"table.local-time-zone": "+25:00"})
+
+
+def test_try_cast_converts_in_the_zone_and_is_null_for_bad_text(path: Path) -> None:
+    session = _session(path, **{"table.local-time-zone": "Asia/Shanghai"})
+    row = session.sql("""SELECT TRY_CAST(TO_TIMESTAMP_LTZ(ms, 3) AS STRING) AS shown,
+                                TRY_CAST(CONCAT('1970-01-01 08:00:0', CAST(id - 1 AS STRING))
+                                         AS TIMESTAMP_LTZ(3)) AS instant,
+                                TRY_CAST(CONCAT('no time', CAST(id AS STRING))
+                                         AS TIMESTAMP_LTZ(3)) AS bad
+                         FROM t WHERE id = 1""").to_arrow().to_pylist()[0]
+    # the text of the local TIMESTAMP(3), as CAST(TIMESTAMP(3) AS STRING) spells it
+    assert row == {"shown": "1970-01-01 08:00:00",
+                   "instant": dt.datetime(1970, 1, 1, tzinfo=dt.UTC), "bad": None}
