@@ -260,7 +260,9 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     # Flink's built-in functions (unit arguments are string literals, patterns are Java's)
     "timestampdiff": (3, 3), "ceil_temporal": (2, 2), "date_format": (2, 2),
     "from_unixtime": (1, 2), "to_timestamp": (1, 2), "to_date": (1, 2),
-    "unix_timestamp": (1, 2), "to_timestamp_ltz": (1, 2),
+    "unix_timestamp": (1, 3), "to_timestamp_ltz": (1, 2),
+    # the session time zone, bound as a string literal (``sql.bind_time_zone``)
+    "ltz_to_local": (2, 2), "local_to_ltz": (2, 2),
     "concat_ws": (1, None), "initcap": (1, 1), "locate": (2, 3), "split_index": (3, 3),
     "regexp_extract": (2, 3), "regexp_replace": (3, 3), "trim_chars": (2, 2),
     "ltrim_chars": (2, 2), "rtrim_chars": (2, 2), "ascii": (1, 1), "chr": (1, 1),

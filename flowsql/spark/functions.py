@@ -414,7 +414,27 @@ def _to_date(r: Renderer, call: Call) -> str:
 
 @_register("unix_timestamp")
 def _unix_timestamp(r: Renderer, call: Call) -> str:
-    return cast(f"F.unix_seconds({_parsed(r, call, 'yyyy-MM-dd HH:mm:ss')})", call.dtype)
+    # Parsed in the session zone (UTC, see session.py), then read as the bound zone's time.
+    parsed = _parsed(r, call, "yyyy-MM-dd HH:mm:ss")
+    if len(call.args) > 2:
+        parsed = f"F.to_utc_timestamp({parsed}, {_constant_text(call, 2, 'time zone')!r})"
+    return cast(f"F.unix_seconds({parsed})", call.dtype)
+
+
+# The engine's Spark session keeps spark.sql.session.timeZone at UTC, so a Spark TIMESTAMP
+# (an instant) cast to TIMESTAMP_NTZ shows its UTC time; these two shift by the zone the
+# binder wrote into the call, as the local runtime does.
+@_register("ltz_to_local")
+def _ltz_to_local(r: Renderer, call: Call) -> str:
+    zone = _constant_text(call, 1, "time zone")
+    return cast(f"F.from_utc_timestamp({r.render(call.args[0])}, {zone!r})", call.dtype)
+
+
+@_register("local_to_ltz")
+def _local_to_ltz(r: Renderer, call: Call) -> str:
+    zone = _constant_text(call, 1, "time zone")
+    instant = cast(r.render(call.args[0]), pa.timestamp(call.dtype.unit, "UTC"))
+    return cast(f"F.to_utc_timestamp({instant}, {zone!r})", call.dtype)
 
 
 @_register("to_timestamp_ltz")

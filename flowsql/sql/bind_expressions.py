@@ -36,6 +36,7 @@ from flowsql.planner.logical import LogicalPlan, Project
 from flowsql.planner.schema import Field
 from flowsql.sql import functions as F
 from flowsql.sql.bind_special_functions import SPECIAL, try_cast
+from flowsql.sql.bind_time_zone import is_ltz, to_instant, to_local, zoned_cast
 from flowsql.sql.literals import cast_value, interval_value, number_literal
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import Scope
@@ -97,11 +98,14 @@ def contains_aggregate_ast(node: exp.Expression) -> bool:
 
 
 class ExpressionBinder:
-    """Binds expressions of one query block against a scope."""
+    """Binds expressions of one query block against a scope. ``time_zone`` is the session's
+    ``table.local-time-zone`` (normalized); conversions between instants and wall-clock
+    values carry it into the plan (``sql.bind_time_zone``)."""
 
-    def __init__(self, sql: str, bind_subquery: SubqueryBinder) -> None:
+    def __init__(self, sql: str, bind_subquery: SubqueryBinder, time_zone: str = "UTC") -> None:
         self.sql = sql
         self.bind_subquery = bind_subquery
+        self.time_zone = time_zone
 
     # -- errors and coercion -------------------------------------------------------------
     def error(self, message: str, node: exp.Expression | None) -> BindError:
@@ -112,11 +116,14 @@ class ExpressionBinder:
         """``expr`` as ``target``: unchanged, a folded literal, or a Cast."""
         if expr.dtype.equals(target):
             return expr
-        if isinstance(expr, Literal):
-            try:
+        try:
+            zoned = zoned_cast(expr, target, self.time_zone)
+            if zoned is not None:
+                return zoned
+            if isinstance(expr, Literal):
                 return Literal(cast_value(expr.value, expr.dtype, target), target)
-            except ValueError:
-                raise self.error(f"cannot cast {expr} to {T.sql_name(target)}", node) from None
+        except ValueError:
+            raise self.error(f"cannot cast {expr} to {T.sql_name(target)}", node) from None
         return Cast(expr, target)
 
     def unify(self, exprs: list[Expr], nodes: list[exp.Expression], what: str) -> list[Expr]:
@@ -389,16 +396,18 @@ class ExpressionBinder:
     def _bind_cast(self, node: exp.Cast, scope: Scope) -> Expr:
         target = to_arrow_type(node.args["to"], self.sql)
         arg = self.bind(node.this, scope)
-        if isinstance(arg, Literal):
-            try:
-                return Literal(cast_value(arg.value, arg.dtype, target), target)
-            except ValueError:
-                raise self.error(f"cannot cast {arg} to {T.sql_name(target)}", node) from None
-        return Cast(arg, target) if not arg.dtype.equals(target) else arg
+        return self.coerce(arg, target, node)
 
     def _bind_trycast(self, node: exp.TryCast, scope: Scope) -> Expr:
-        """Flink's TRY_CAST: NULL where CAST would fail."""
-        return try_cast(self.bind(node.this, scope), to_arrow_type(node.args["to"], self.sql))
+        """Flink's TRY_CAST: NULL where CAST would fail (the zone conversion itself cannot)."""
+        arg = self.bind(node.this, scope)
+        target = to_arrow_type(node.args["to"], self.sql)
+        if is_ltz(arg.dtype) and not is_ltz(target) and not T.is_null(target):
+            return try_cast(to_local(arg, self.time_zone), target)
+        if is_ltz(target) and not is_ltz(arg.dtype) and not T.is_null(arg.dtype):
+            wall = try_cast(arg, pa.timestamp(target.unit))
+            return to_instant(wall, self.time_zone) if not T.is_null(wall.dtype) else wall
+        return try_cast(arg, target)
 
     def _bind_extract(self, node: exp.Extract, scope: Scope) -> Expr:
         field = node.this.name.lower()
@@ -412,6 +421,8 @@ class ExpressionBinder:
             raise self.error(f"EXTRACT needs a date or timestamp, got "
                              f"{T.sql_name(arg.dtype)}", node)
         dtype = T.FLOAT64 if name == "extract_epoch" else T.INT64
+        if is_ltz(arg.dtype) and name != "extract_epoch":
+            arg = to_local(arg, self.time_zone)
         return Call(name, (arg,), dtype)
 
     def _bind_trim(self, node: exp.Trim, scope: Scope) -> Expr:
@@ -511,7 +522,31 @@ class ExpressionBinder:
             types = ", ".join(T.sql_name(b.dtype) for b in bound)
             raise self.error(f"function {name} does not accept ({types}) in '{node.sql()}'",
                              node)
-        return Call(name, tuple(bound), dtype)
+        return self._in_time_zone(Call(name, tuple(bound), dtype))
+
+    def _in_time_zone(self, call: Call) -> Expr:
+        """Flink's functions that read or print wall-clock time, in the session zone:
+        DATE_FORMAT of an instant formats its local time, FROM_UNIXTIME formats the instant
+        of its epoch seconds, UNIX_TIMESTAMP reads its text as local time (its pattern and
+        zone become explicit arguments)."""
+        zone = Literal(self.time_zone, T.STRING)
+        if call.name == "date_format" and is_ltz(call.args[0].dtype):
+            return Call(call.name, (to_local(call.args[0], self.time_zone), call.args[1]),
+                        call.dtype)
+        if call.name == "from_unixtime":
+            pattern = call.args[1] if len(call.args) > 1 \
+                else Literal("yyyy-MM-dd HH:mm:ss", T.STRING)
+            seconds = Cast(call.args[0], T.INT64) if not isinstance(call.args[0], Literal) \
+                else call.args[0]
+            instant = Call("to_timestamp_ltz", (seconds, Literal(0, T.INT64)),
+                           pa.timestamp("ms", "UTC"))
+            return Call("date_format", (to_local(instant, self.time_zone), pattern),
+                        call.dtype)
+        if call.name == "unix_timestamp":
+            pattern = call.args[1] if len(call.args) > 1 \
+                else Literal("yyyy-MM-dd HH:mm:ss", T.STRING)
+            return Call(call.name, (call.args[0], pattern, zone), call.dtype)
+        return call
 
     def _bind_filter(self, node: exp.Filter, scope: Scope) -> Expr:
         agg = node.this

@@ -84,12 +84,16 @@ class _Item:
 
 
 class QueryBinder:
-    """Binds query ASTs against a catalog. ``sql`` is the statement text for positions."""
+    """Binds query ASTs against a catalog. ``sql`` is the statement text for positions;
+    ``time_zone`` is the session's normalized ``table.local-time-zone``, bound into every
+    conversion that depends on it (views and computed columns included)."""
 
-    def __init__(self, catalog: Catalog, sql: str, view_parser=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, catalog: Catalog, sql: str, view_parser=None,  # type: ignore[no-untyped-def]
+                 time_zone: str = "UTC") -> None:
         self.catalog = catalog
         self.sql = sql
-        self.exprs = ExpressionBinder(sql, self._bind_subquery)
+        self.time_zone = time_zone
+        self.exprs = ExpressionBinder(sql, self._bind_subquery, time_zone)
         self._view_parser = view_parser
         self._views_in_progress: list[str] = []
 
@@ -600,7 +604,7 @@ class QueryBinder:
                 hint = f"; did you mean '{next(c for c in candidates if c.lower() == close[0])}'?"
             raise self.error(f"table '{name}' not found{hint}", node)
         if isinstance(entry, TableEntry):
-            plan = bind_table(entry, node.alias or None)
+            plan = bind_table(entry, node.alias or None, self.time_zone)
             return plan, [f.name for f in plan.schema]
         assert isinstance(entry, ViewEntry)
         return self._bind_view(entry, node)
@@ -613,7 +617,7 @@ class QueryBinder:
         self._views_in_progress.append(view.name.lower())
         try:
             ast = self._view_parser(view.sql)
-            inner = QueryBinder(self.catalog, view.sql, self._view_parser)
+            inner = QueryBinder(self.catalog, view.sql, self._view_parser, self.time_zone)
             inner._views_in_progress = self._views_in_progress
             plan = inner.bind(ast)
         finally:
@@ -712,7 +716,8 @@ class QueryBinder:
 PROCTIME_TYPE = pa.timestamp("ms", tz="UTC")
 
 
-def bind_table(entry: TableEntry, alias: str | None = None) -> LogicalPlan:
+def bind_table(entry: TableEntry, alias: str | None = None,
+               time_zone: str = "UTC") -> LogicalPlan:
     """The plan reading ``entry``: a Scan of its physical columns and, when the table
     declares computed columns, a Project right above it that passes every physical column
     through under its scan id and computes the others, all in declaration order.
@@ -731,7 +736,7 @@ def bind_table(entry: TableEntry, alias: str | None = None) -> LogicalPlan:
     for column in sorted(entry.computed, key=lambda c: c.position):
         text = column.expression
         node = cast(exp.Expression, sqlglot.parse_one(text, read=DIALECT))
-        expr = bind_computed_column(column.name, node, fields, text)
+        expr = bind_computed_column(column.name, node, fields, text, time_zone)
         at = min(column.position, len(out))
         exprs.insert(at, expr)
         out.insert(at, Field.fresh(column.name, expr.dtype, nullable=not column.is_proctime))
@@ -739,7 +744,7 @@ def bind_table(entry: TableEntry, alias: str | None = None) -> LogicalPlan:
 
 
 def bind_computed_column(name: str, node: exp.Expression, physical: tuple[Field, ...],
-                         sql: str) -> Expr:
+                         sql: str, time_zone: str = "UTC") -> Expr:
     """Computed column ``name``'s expression bound against the table's physical columns
     (``sql`` is the text ``node``'s positions refer to, for error excerpts).
 
@@ -766,7 +771,7 @@ def bind_computed_column(name: str, node: exp.Expression, physical: tuple[Field,
     def no_subquery(query: exp.Expression, scope: Scope) -> LogicalPlan:
         raise error("a subquery is not allowed here", query)
 
-    binder = ExpressionBinder(sql, no_subquery)
+    binder = ExpressionBinder(sql, no_subquery, time_zone)
     try:
         expr = binder.bind(node, Scope(relations=[Relation(None, list(physical))]))
     except BindError as e:

@@ -22,7 +22,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from flowsql.planner import types as T
+from flowsql.planner.config.time_zone import tzinfo_of
 from flowsql.planner.expressions import Call, Cast, Expr, Literal
+from flowsql.sql.bind_time_zone import is_ltz, to_local
 from flowsql.sql.literals import cast_value, interval_value
 from flowsql.sql.scope import Scope
 
@@ -178,6 +180,8 @@ def try_cast(arg: Expr, target: pa.DataType) -> Expr:
 def _extract(field: str, plus: int = 0) -> SpecialBinder:
     def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
         value = _temporal(binder, binder.bind(node.this, scope), node.this)
+        if is_ltz(value.dtype):
+            value = to_local(value, binder.time_zone)  # the field of the zone's clock
         call: Expr = Call(f"extract_{field}", (value,), T.INT64)
         if plus:
             call = Call("add", (call, Literal(plus, T.INT64)), T.INT64)
@@ -190,19 +194,22 @@ def _constant(value: float) -> SpecialBinder:
 
 
 def _now(local: bool) -> SpecialBinder:
-    """The query's start time, read once when the query is bound (Flink's batch rule) in UTC,
-    the default ``table.local-time-zone``."""
+    """The query's start time, read once when the query is bound (Flink's batch rule):
+    CURRENT_TIMESTAMP / NOW() as an instant, LOCALTIMESTAMP as the wall-clock time of the
+    session's ``table.local-time-zone``."""
     def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
         now = dt.datetime.now(dt.UTC)
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # TIMESTAMP(3)
         if local:
-            return Literal(now.replace(tzinfo=None), pa.timestamp("ms"))
+            wall = now.astimezone(tzinfo_of(binder.time_zone)).replace(tzinfo=None)
+            return Literal(wall, pa.timestamp("ms"))
         return Literal(now, pa.timestamp("ms", "UTC"))
     return bind
 
 
 def _current_date(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
-    return Literal(dt.datetime.now(dt.UTC).date(), T.DATE)
+    """Today's date in the session's ``table.local-time-zone``."""
+    return Literal(dt.datetime.now(tzinfo_of(binder.time_zone)).date(), T.DATE)
 
 
 SPECIAL: dict[str, SpecialBinder] = {

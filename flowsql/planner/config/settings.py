@@ -27,6 +27,7 @@ from flowsql.planner.config.values import (
     MEMORY_SIZE,
     NAMES,
     STRING,
+    TIME_ZONE,
     Option,
     ValueKind,
 )
@@ -79,6 +80,11 @@ SETTINGS: tuple[Option, ...] = (
     Option("table.exec.mini-batch.enabled", BOOLEAN, "false",
            "Whether a streaming group aggregate buffers a batch's updates per key and emits "
            "one change per key instead of one per row."),
+    Option("table.local-time-zone", TIME_ZONE, "UTC",
+           "Zone in which TIMESTAMP_LTZ values are shown and converted (CAST to TIMESTAMP, "
+           "STRING or DATE, DATE_FORMAT, FROM_UNIXTIME, UNIX_TIMESTAMP) and in which "
+           "CURRENT_DATE and LOCALTIMESTAMP read the clock: an IANA zone such as "
+           "'Asia/Shanghai' or a fixed offset such as '+08:00' or 'GMT+08:00'."),
     Option("spark.master", STRING, "local[*]",
            "The Spark master URL of the spark engine (a cluster URL sends queries there)."),
     Option("spark.broadcast-rows", INTEGER, "1000000",
@@ -171,6 +177,9 @@ class SettingValues:
 
     def names(self, key: str) -> tuple[str, ...]:
         return self._typed(key, NAMES)  # type: ignore[no-any-return]
+
+    def time_zone(self, key: str) -> str:
+        return self._typed(key, TIME_ZONE)  # type: ignore[no-any-return]
 
     def _typed(self, key: str, kind: ValueKind) -> Any:
         option = setting(key)

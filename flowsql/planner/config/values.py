@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowsql.errors import ConfigError
+from flowsql.planner.config.time_zone import parse_time_zone
 from flowsql.planner.config.units import parse_duration_ms, parse_memory_size
 
 
@@ -74,6 +75,8 @@ MEMORY_SIZE = ValueKind("memory size", parse_memory_size)
 CHARACTER = ValueKind("character", _character)
 #: a comma-separated list of names, as a tuple (empty entries dropped)
 NAMES = ValueKind("list of names", _names)
+#: an IANA zone or a fixed offset, normalized (see ``time_zone.parse_time_zone``)
+TIME_ZONE = ValueKind("time zone", parse_time_zone)
 
 
 @dataclass(frozen=True)

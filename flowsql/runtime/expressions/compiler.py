@@ -36,6 +36,7 @@ from flowsql.runtime.expressions import (  # noqa: F401  (importing registers th
     strings,
     temporal,
     temporal_units,
+    time_zone,
 )
 from flowsql.runtime.expressions.casts import build_cast
 from flowsql.runtime.expressions.conditional import build_case

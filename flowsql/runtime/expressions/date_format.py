@@ -5,8 +5,9 @@ A pattern is translated once per call into pieces: literal text, or a vectorized
 (``yyyy`` -> the zero-padded year, ``MMM`` -> the abbreviated month name, ``SSS`` ->
 milliseconds, ...). Formatting joins the pieces element-wise; parsing translates the
 pattern into a strptime format. A letter the translation does not know is an error naming
-it, never a silently wrong result. Timestamps are formatted in UTC, Flink's default
-``table.local-time-zone``.
+it, never a silently wrong result. Only wall-clock values are formatted and parsed here: the
+binder turns an instant into its local time in the session zone first (``ltz_to_local``),
+and UNIX_TIMESTAMP carries the zone its text is read in as its third argument.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from flowsql.errors import ExecutionError
 from flowsql.planner.expressions import Call
 from flowsql.runtime.expressions.registry import Datum, Node, Run, register
 from flowsql.runtime.expressions.support import as_array, per_distinct
+from flowsql.runtime.expressions.time_zone import constant_zone, instants_of_local
 
 Piece = Callable[[pa.Array], Datum]
 
@@ -211,11 +213,18 @@ def _to_date(call: Call, args: list[Node]) -> Run:
 
 @register("unix_timestamp")
 def _unix_timestamp(call: Call, args: list[Node]) -> Run:
+    """Epoch seconds of text read as wall-clock time in the zone of argument 3 (UTC
+    without it)."""
     text, pattern = args[0], _pattern_arg(args, 1)
+    zone = constant_zone(call, args[2]) if len(args) > 2 else "UTC"
 
     def parse(values: Datum, p: str | None) -> Datum:
         ts = pc.strptime(values, format=strptime_format(p or DEFAULT_TIMESTAMP_PATTERN),
                          unit="s", error_is_null=True)
+        if zone != "UTC":
+            shifted = instants_of_local(as_array(ts, 1) if isinstance(ts, pa.Scalar) else ts,
+                                        zone)
+            ts = shifted if isinstance(ts, pa.Array) else shifted[0]
         return pc.cast(ts, pa.int64())
 
     def run(batch: pa.RecordBatch) -> Datum:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import sqlglot
 
+from flowsql.planner.config import SettingValues
 from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.sql.bind_query import QueryBinder
@@ -29,7 +30,10 @@ def parse_view(sql: str):  # type: ignore[no-untyped-def]
 
 
 def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -> LogicalPlan:
-    return QueryBinder(session.catalog, statement.text, parse_view).bind(statement.ast)
+    """The statement's logical plan, bound in the session's ``table.local-time-zone``."""
+    time_zone = SettingValues(session.settings).time_zone("table.local-time-zone")
+    return QueryBinder(session.catalog, statement.text, parse_view, time_zone).bind(
+        statement.ast)
 
 
 def plan_query(session: Session, statement: QueryStatement | ExplainStatement):  # type: ignore[no-untyped-def]
