@@ -9,6 +9,7 @@ lifts them into Aggregate and Window nodes. Subqueries are bound by the query bi
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -106,6 +107,15 @@ class ExpressionBinder:
         self.sql = sql
         self.bind_subquery = bind_subquery
         self.time_zone = time_zone
+        self._query_start: dt.datetime | None = None
+
+    def query_start(self) -> dt.datetime:
+        """The instant the clock functions of this query read (TIMESTAMP(3), UTC): taken at
+        the first reading and kept, so every clock function of a query sees the same time."""
+        if self._query_start is None:
+            now = dt.datetime.now(dt.UTC)
+            self._query_start = now.replace(microsecond=now.microsecond // 1000 * 1000)
+        return self._query_start
 
     # -- errors and coercion -------------------------------------------------------------
     def error(self, message: str, node: exp.Expression | None) -> BindError:

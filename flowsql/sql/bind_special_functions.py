@@ -13,7 +13,6 @@ underscores) to its binder; the expression binder consults it before the generic
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -198,8 +197,7 @@ def _now(local: bool) -> SpecialBinder:
     CURRENT_TIMESTAMP / NOW() as an instant, LOCALTIMESTAMP as the wall-clock time of the
     session's ``table.local-time-zone``."""
     def bind(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
-        now = dt.datetime.now(dt.UTC)
-        now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # TIMESTAMP(3)
+        now = binder.query_start()
         if local:
             wall = now.astimezone(tzinfo_of(binder.time_zone)).replace(tzinfo=None)
             return Literal(wall, pa.timestamp("ms"))
@@ -209,7 +207,7 @@ def _now(local: bool) -> SpecialBinder:
 
 def _current_date(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
     """Today's date in the session's ``table.local-time-zone``."""
-    return Literal(dt.datetime.now(tzinfo_of(binder.time_zone)).date(), T.DATE)
+    return Literal(binder.query_start().astimezone(tzinfo_of(binder.time_zone)).date(), T.DATE)
 
 
 SPECIAL: dict[str, SpecialBinder] = {
