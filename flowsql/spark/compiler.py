@@ -54,7 +54,12 @@ def generate_pyspark_source(plan: PhysicalPlan, *,
 def compile_plan(plan: PhysicalPlan, spark: SparkSession, *,
                  broadcast_rows: int = DEFAULT_BROADCAST_ROWS) -> DataFrame:
     """The plan as a (lazy) Spark DataFrame with the plan's output column names."""
-    source = generate_pyspark_source(plan, broadcast_rows=broadcast_rows)
+    return build_dataframe(generate_pyspark_source(plan, broadcast_rows=broadcast_rows),
+                           spark)
+
+
+def build_dataframe(source: str, spark: SparkSession) -> DataFrame:
+    """Execute a program from :func:`generate_pyspark_source`: its ``build(spark)``."""
     namespace: dict[str, Any] = {"__name__": "flowsql_pyspark_program"}
     exec(compile(source, "<flowsql pyspark program>", "exec"), namespace)
     return namespace["build"](spark)
