@@ -19,6 +19,7 @@ from sqlglot.tokens import Token, TokenType
 from flowsql.errors import SqlSyntaxError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import ComputedColumn, WatermarkSpec
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_query import bind_computed_column
 from flowsql.sql.dialect import DIALECT
@@ -30,6 +31,7 @@ from flowsql.sql.syntax_errors import (
     unbalanced_parenthesis_error,
     unclosed_text_error,
 )
+from flowsql.sql.syntax_errors import position as text_position
 
 
 @dataclass(frozen=True)
@@ -155,8 +157,11 @@ def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
     unbalanced = unbalanced_parenthesis_error(tokens, text)
     if unbalanced is not None:
         raise unbalanced
+    line, col = text_position(text, start)
+    too_deep = lambda: SqlSyntaxError(too_deep_message("parse"), line, col, text)  # noqa: E731
     try:
-        parsed = sqlglot.parse(masked, read=DIALECT)
+        with deep_nesting(too_deep):
+            parsed = sqlglot.parse(masked, read=DIALECT)
     except ParseError as e:
         err = e.errors[0] if e.errors else {"description": str(e)}
         raise parse_error(err, text, start, end, tokens) from None
