@@ -149,8 +149,11 @@ def parse_error(error: dict[str, Any], text: str, start: int, end: int,
         if context:
             wanted = f"{_WANTED.get(context.group(1), context.group(1))} in {context.group(2)}"
         wanted = _WANTED.get(wanted, wanted)
-        if required and required.group(1) == "this" and highlight.upper() == "CASE":
-            wanted = "WHEN"
+        case_at = text.upper().rfind("CASE", start, token_end)
+        if wanted == "END in CASE" and case_at >= 0 and \
+                "WHEN" not in text[case_at:token_end].upper():
+            return SqlSyntaxError("syntax error: expected WHEN after 'CASE'",
+                                  *position(text, case_at + len("CASE")), text)
         if expected and expected.group(2):
             # sqlglot says what it got: the end of input, or the highlighted token
             at_end = "SENTINEL" in expected.group(2)
@@ -167,6 +170,9 @@ def parse_error(error: dict[str, Any], text: str, start: int, end: int,
             return SqlSyntaxError(f"syntax error: unexpected '{highlight}' after "
                                   f"'{before[-1]}'{hint}", *position(text, word_start), text)
         return SqlSyntaxError(f"syntax error: unexpected '{highlight}'", *here, text)
+    if "following CTE" in description:
+        return SqlSyntaxError("syntax error: expected a query (SELECT ...) after the WITH "
+                              "clause", *after, text)
     return SqlSyntaxError(f"syntax error: {_plain(description)}", *here, text)
 
 

@@ -25,6 +25,11 @@ CASES = [
      "syntax error: expected an expression but got '=' (line 1, col 27)\n  SELECT a FROM t WHERE a = = 1\n                            ^"),
     ('SELECT CASE WHEN a = 1 THEN 2',
      "syntax error: expected END in CASE after '2' (the statement ends here) (line 1, col 30)\n  SELECT CASE WHEN a = 1 THEN 2\n                               ^"),
+    ('SELECT CASE END',
+     "syntax error: expected WHEN after 'CASE' (line 1, col 12)\n  SELECT CASE END\n             ^"),
+    ('WITH x AS (SELECT 1)',
+     'syntax error: expected a query (SELECT ...) after the WITH clause (line 1, col 21)\n'
+     '  WITH x AS (SELECT 1)\n                      ^'),
     ('SELEC 1',
      "syntax error: expected a statement (SELECT, WITH, VALUES, INSERT, CREATE, DROP, EXPLAIN, SET, RESET, SHOW, DESCRIBE) but got 'SELEC' (did you mean SELECT?) (line 1, col 1)\n  SELEC 1\n  ^"),
     ('SELECT * FORM t',
