@@ -27,6 +27,7 @@ from flowsql.sql.literals import interval_value
 from flowsql.sql.positions import node_position
 from flowsql.sql.sql_types import to_arrow_type
 from flowsql.sql.syntax_errors import (
+    dangling_keyword_error,
     parse_error,
     unbalanced_parenthesis_error,
     unclosed_text_error,
@@ -154,9 +155,10 @@ def split_statements(text: str) -> list[tuple[int, int, list[Token]]]:
 def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
     masked = _mask(text, start, end)
     tokens = _tokens(masked)
-    unbalanced = unbalanced_parenthesis_error(tokens, text)
-    if unbalanced is not None:
-        raise unbalanced
+    for check in (unbalanced_parenthesis_error, dangling_keyword_error):
+        error = check(tokens, text)
+        if error is not None:
+            raise error
     line, col = text_position(text, start)
     too_deep = lambda: SqlSyntaxError(too_deep_message("parse"), line, col, text)  # noqa: E731
     try:

@@ -117,6 +117,42 @@ def unbalanced_parenthesis_error(tokens: list[Token], text: str) -> SqlSyntaxErr
                           "before the end of the statement", line, col, text)
 
 
+#: words no statement can end with, and what must follow each (sqlglot accepts some of
+#: them at the end: an empty ``GROUP BY``, an empty ``JOIN ... ON`` read as a cross join,
+#: ``ORDER`` read as a table alias)
+_NEEDS_FOLLOWER = {
+    **dict.fromkeys(("WHERE", "HAVING", "ON", "AND", "OR", "NOT", "LIMIT", "OFFSET", "IN",
+                     "LIKE", "BETWEEN", "IS", "WHEN", "THEN", "ELSE", "CASE", "GROUP BY",
+                     "ORDER BY", "BY", "PARTITION BY", "SELECT", "DISTINCT"),
+                    "an expression"),
+    **dict.fromkeys(("FROM", "JOIN", "INTO", "TABLE"), "a table name"),
+    **dict.fromkeys(("GROUP", "ORDER"), "BY"),
+    **dict.fromkeys(("UNION", "INTERSECT", "EXCEPT", "ALL", "WITH"), "a query"),
+    "AS": "a name", "USING": "'(' and column names", "OVER": "a window", "VALUES": "'('",
+}
+
+#: words after which the last word is a name, not a keyword
+_NAME_BEFORE = frozenset({"FROM", "JOIN", "INTO", "TABLE", "AS", "."})
+
+
+def dangling_keyword_error(tokens: list[Token], text: str) -> SqlSyntaxError | None:
+    """The error for a statement ending in a keyword that needs something after it
+    (``... GROUP BY``, ``... JOIN u ON``); None otherwise."""
+    if not tokens:
+        return None
+    last = tokens[-1]
+    if last.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+        return None
+    if len(tokens) > 1 and tokens[-2].text.upper() in _NAME_BEFORE:
+        return None  # a name that is also a keyword (``FROM order``) is for the parser
+    wanted = _NEEDS_FOLLOWER.get(" ".join(last.text.upper().split()))
+    if wanted is None:
+        return None
+    line, col = position(text, last.end + 1)
+    return SqlSyntaxError(f"syntax error: expected {wanted} after '{last.text}' (the "
+                          "statement ends here)", line, col, text)
+
+
 def parse_error(error: dict[str, Any], text: str, start: int, end: int,
                 tokens: list[Token]) -> SqlSyntaxError:
     """Translate sqlglot's first error of a statement spanning ``text[start:end]``.

@@ -30,6 +30,18 @@ CASES = [
     ('WITH x AS (SELECT 1)',
      'syntax error: expected a query (SELECT ...) after the WITH clause (line 1, col 21)\n'
      '  WITH x AS (SELECT 1)\n                      ^'),
+    ('SELECT a FROM t GROUP BY',
+     "syntax error: expected an expression after 'GROUP BY' (the statement ends here) "
+     "(line 1, col 25)\n  SELECT a FROM t GROUP BY\n                          ^"),
+    ('SELECT * FROM t JOIN u ON',
+     "syntax error: expected an expression after 'ON' (the statement ends here) "
+     "(line 1, col 26)\n  SELECT * FROM t JOIN u ON\n                           ^"),
+    ('SELECT a FROM t ORDER',
+     "syntax error: expected BY after 'ORDER' (the statement ends here) "
+     "(line 1, col 22)\n  SELECT a FROM t ORDER\n                       ^"),
+    ('SELECT 1 AS',
+     "syntax error: expected a name after 'AS' (the statement ends here) "
+     "(line 1, col 12)\n  SELECT 1 AS\n             ^"),
     ('SELEC 1',
      "syntax error: expected a statement (SELECT, WITH, VALUES, INSERT, CREATE, DROP, EXPLAIN, SET, RESET, SHOW, DESCRIBE) but got 'SELEC' (did you mean SELECT?) (line 1, col 1)\n  SELEC 1\n  ^"),
     ('SELECT * FORM t',
