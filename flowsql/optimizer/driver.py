@@ -14,6 +14,7 @@ from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.rules import RULES, Rule
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.logical import LogicalPlan, validate
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Schema
 
 DISABLE_SETTING = "optimizer.disable-rules"
@@ -39,7 +40,9 @@ def optimize(plan: LogicalPlan, settings: dict[str, str] | None = None,
         name = rule.__name__
         if name in disabled:
             continue
-        result = rule(plan, context)
+        too_deep = PlanError(f"{name}: {too_deep_message('optimize')}")
+        with deep_nesting(lambda: too_deep):  # noqa: B023 (used before the next iteration)
+            result = rule(plan, context)
         if result is plan:
             continue
         check_rule_result(name, plan.schema, result)

@@ -31,6 +31,12 @@ from flowsql.planner.expressions import (
     transform,
 )
 
+#: exact for DECIMAL(38, s) operands, their sums and products (Python's default context
+#: rounds to 28 digits, which would fold 38-digit arithmetic to a wrong value)
+_EXACT_DECIMALS = decimal.Context(prec=2 * T.MAX_DECIMAL_PRECISION + 2,
+                                  traps=[decimal.InvalidOperation, decimal.DivisionByZero,
+                                         decimal.Overflow])
+
 
 def fold(expr: Expr) -> Expr:
     """Simplify ``expr`` bottom-up; returns ``expr`` itself when nothing changed."""
@@ -183,10 +189,30 @@ def _fold_literal_call(e: Call) -> Expr | None:
     if any(v is None for v in values):
         return Literal(None, e.dtype)
     try:
-        result = fn(*values)
+        with decimal.localcontext(_EXACT_DECIMALS):
+            result = fn(*values)
+            folded = _typed(result, e.dtype)
     except (ArithmeticError, TypeError, ValueError, OverflowError):
         return None
-    return _typed(result, e.dtype)
+    # A result outside its type is left to the runtime, whose checked arithmetic reports
+    # the overflow (folding must neither wrap nor widen it).
+    return folded if _fits(folded.value, e.dtype) else None
+
+
+def _fits(value: Any, dtype: pa.DataType) -> bool:
+    """Whether a folded ``value`` is representable in ``dtype`` (integer range, decimal
+    precision); other types are not range-checked here."""
+    if value is None or isinstance(value, bool):
+        return True
+    if T.is_integer(dtype) and isinstance(value, int):
+        bits = dtype.bit_width
+        low, high = (0, 2**bits - 1) if pa.types.is_unsigned_integer(dtype) \
+            else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        return low <= value <= high
+    if T.is_decimal(dtype) and isinstance(value, decimal.Decimal):
+        return value.is_finite() and (value == 0 or value.adjusted() < dtype.precision
+                                      - dtype.scale)
+    return True
 
 
 def _arith(op: Callable[[Any, Any], Any], sign: int) -> Callable[[Any, Any], Any]:
@@ -269,7 +295,8 @@ def _typed(value: Any, dtype: pa.DataType) -> Literal:
     if value is None:
         return Literal(None, dtype)
     if T.is_decimal(dtype):
-        value = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+        with decimal.localcontext(_EXACT_DECIMALS):
+            value = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-dtype.scale))
     elif T.is_float(dtype):
         value = float(value)
     elif T.is_integer(dtype) and isinstance(value, bool | int):

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowsql.errors import PlanError
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from flowsql.errors import DataError, PlanError
 from flowsql.planner.config.connectors import connector_of
 from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import (
@@ -54,7 +57,12 @@ def generate_pyspark_source(plan: PhysicalPlan, *,
 def compile_plan(plan: PhysicalPlan, spark: SparkSession, *,
                  broadcast_rows: int = DEFAULT_BROADCAST_ROWS) -> DataFrame:
     """The plan as a (lazy) Spark DataFrame with the plan's output column names."""
-    source = generate_pyspark_source(plan, broadcast_rows=broadcast_rows)
+    return build_dataframe(generate_pyspark_source(plan, broadcast_rows=broadcast_rows),
+                           spark)
+
+
+def build_dataframe(source: str, spark: SparkSession) -> DataFrame:
+    """Execute a program from :func:`generate_pyspark_source`: its ``build(spark)``."""
     namespace: dict[str, Any] = {"__name__": "flowsql_pyspark_program"}
     exec(compile(source, "<flowsql pyspark program>", "exec"), namespace)
     return namespace["build"](spark)
@@ -79,6 +87,7 @@ def _table_scan(program: Program, node: TableScanExec) -> str:
                         f"'path' option (table '{table.name}')")
     path, fmt, options = table.path, table.format, table.options
     if fmt == "parquet":
+        _check_parquet_columns(path, [f.name for f in table.schema])
         reader = f"spark.read.parquet({path!r})"
     elif fmt == "csv":
         header = connector.value(options, "csv.ignore-first-line")
@@ -105,6 +114,27 @@ def _table_scan(program: Program, node: TableScanExec) -> str:
     if predicate is not None:
         text = call(f"{text}.where", [Renderer(program.column).render(predicate)])
     return program.assign(text)
+
+
+def _check_parquet_columns(path: str, declared: list[str]) -> None:
+    """Spark reads a declared column a Parquet file lacks as NULLs; the local engine rejects
+    it (``runtime.connectors.filesystem``), so the same check runs here, on the footers,
+    before a program is built: both engines fail alike with a DataError naming the file
+    and the column. Files are listed as Spark lists them (names starting with '.' or '_'
+    skipped); a path that cannot be listed is left for Spark to report."""
+    try:
+        files = ds.dataset(path, format="parquet").files
+    except (pa.ArrowException, OSError):
+        return
+    for file in sorted(files):
+        try:
+            stored = set(ds.dataset(file, format="parquet").schema.names)
+        except (pa.ArrowException, OSError) as e:
+            raise DataError(f"cannot read the Parquet schema of '{file}': {e}") from None
+        for name in declared:
+            if name not in stored:
+                raise DataError(f"Parquet file '{file}' has no column '{name}' (declared by "
+                                "the table)")
 
 
 def _values(program: Program, node: ValuesExec) -> str:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
-from flowsql.spark.compiler import compile_plan
+from flowsql.spark.compiler import build_dataframe, generate_pyspark_source
 from flowsql.spark.errors import spark_errors
 from flowsql.spark.session import get_spark
 
@@ -27,11 +27,19 @@ def run_plan(plan: PhysicalPlan, settings: Mapping[str, str] | None = None) -> p
     with Spark's one-line message, for what fails in Spark.
     """
     settings = dict(settings or {})
-    broadcast_rows = SettingValues(settings).integer("spark.broadcast-rows")
+    source = pyspark_program(plan, settings)
     spark = get_spark(settings)
     with spark_errors():
-        table = compile_plan(plan, spark, broadcast_rows=broadcast_rows).toArrow()
+        table = build_dataframe(source, spark).toArrow()
     return restore_types(table, plan)
+
+
+def pyspark_program(plan: PhysicalPlan, settings: Mapping[str, str] | None = None) -> str:
+    """The program :func:`run_plan` executes for ``plan`` under ``settings`` (what
+    ``EXPLAIN PYSPARK`` shows): the settings that shape the program are read here only, so
+    the shown program and the one that runs cannot differ."""
+    broadcast_rows = SettingValues(dict(settings or {})).integer("spark.broadcast-rows")
+    return generate_pyspark_source(plan, broadcast_rows=broadcast_rows)
 
 
 def restore_types(table: pa.Table, plan: PhysicalPlan) -> pa.Table:

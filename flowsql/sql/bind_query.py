@@ -51,6 +51,7 @@ from flowsql.planner.logical import (
     Window,
     transform_plan,
 )
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
@@ -103,8 +104,10 @@ class QueryBinder:
 
     # -- queries -------------------------------------------------------------------------
     def bind(self, node: exp.Expression) -> LogicalPlan:
-        """Bind a top-level query."""
-        return self.bind_query(node, None, {})
+        """Bind a top-level query (nested up to ``MAX_EXPRESSION_NESTING`` levels)."""
+        line, col = node_position(node)
+        with deep_nesting(lambda: BindError(too_deep_message("bind"), line, col, self.sql)):
+            return self.bind_query(node, None, {})
 
     def _bind_subquery(self, node: exp.Expression, scope: Scope) -> LogicalPlan:
         return self.bind_query(node, scope, scope.ctes)

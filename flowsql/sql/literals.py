@@ -14,9 +14,16 @@ import pyarrow.compute as pc
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Literal
 
+#: a context holding any DECIMAL(38, s) value exactly (Python's default context rounds to 28
+#: digits, and ``quantize`` beyond them is an InvalidOperation)
+EXACT_DECIMALS = decimal.Context(prec=2 * T.MAX_DECIMAL_PRECISION + 2,
+                                 traps=[decimal.InvalidOperation, decimal.DivisionByZero,
+                                        decimal.Overflow])
+
 
 def number_literal(text: str) -> Literal:
-    """Integers are INTEGER or BIGINT; a decimal point gives DECIMAL(p, s); an exponent
+    """Integers are INTEGER or BIGINT (DECIMAL(38, 0) beyond BIGINT, DOUBLE beyond 38
+    digits); a decimal point gives DECIMAL(p, s); an exponent
     gives DOUBLE (DuckDB's literal typing)."""
     if "e" in text.lower():
         return Literal(float(text), T.FLOAT64)
@@ -33,7 +40,10 @@ def number_literal(text: str) -> Literal:
         return Literal(value, T.INT32)
     if -(2**63) <= value < 2**63:
         return Literal(value, T.INT64)
-    return Literal(decimal.Decimal(value), pa.decimal128(38, 0))
+    if len(text.lstrip("-+").lstrip("0")) <= T.MAX_DECIMAL_PRECISION:
+        return Literal(decimal.Decimal(value), pa.decimal128(T.MAX_DECIMAL_PRECISION, 0))
+    # Beyond 38 digits no exact type holds it: DOUBLE, as a decimal literal that long.
+    return Literal(float(text), T.FLOAT64)
 
 
 def cast_value(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
@@ -69,7 +79,13 @@ def cast_value(value: Any, source: pa.DataType, target: pa.DataType) -> Any:
 def _to_decimal(value: int | float | decimal.Decimal, target: pa.Decimal128Type) -> Any:
     """Exact numeric -> DECIMAL(p, s), rounding half away from zero like DuckDB."""
     quantum = decimal.Decimal(1).scaleb(-target.scale)
-    result = decimal.Decimal(str(value)).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+    try:
+        # Python's default context holds 28 digits; a DECIMAL has up to 38.
+        with decimal.localcontext(EXACT_DECIMALS):
+            result = decimal.Decimal(str(value)).quantize(quantum,
+                                                          rounding=decimal.ROUND_HALF_UP)
+    except decimal.InvalidOperation:
+        raise ValueError(f"{value} does not fit {target}") from None
     if len(result.as_tuple().digits) > target.precision and result != 0:
         raise ValueError(f"{value} does not fit {target}")
     return result

@@ -19,12 +19,20 @@ from sqlglot.tokens import Token, TokenType
 from flowsql.errors import SqlSyntaxError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import ComputedColumn, WatermarkSpec
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_query import bind_computed_column
 from flowsql.sql.dialect import DIALECT
 from flowsql.sql.literals import interval_value
 from flowsql.sql.positions import node_position
 from flowsql.sql.sql_types import to_arrow_type
+from flowsql.sql.syntax_errors import (
+    dangling_keyword_error,
+    parse_error,
+    unbalanced_parenthesis_error,
+    unclosed_text_error,
+)
+from flowsql.sql.syntax_errors import position as text_position
 
 
 @dataclass(frozen=True)
@@ -117,16 +125,8 @@ class SetStatement(Statement):
 def _tokens(text: str) -> list[Token]:
     try:
         return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
-    except TokenError as e:
-        line, col = _position_from_token_error(str(e), text)
-        raise SqlSyntaxError(f"syntax error: {e}", line, col, text) from None
-
-
-def _position_from_token_error(message: str, text: str) -> tuple[int | None, int | None]:
-    match = re.search(r"[Ll]ine (\d+), [Cc]ol:? (\d+)", message)
-    if match:
-        return int(match.group(1)), int(match.group(2))
-    return None, None
+    except TokenError:
+        raise unclosed_text_error(text) from None
 
 
 def _mask(text: str, start: int, end: int) -> str:
@@ -154,18 +154,19 @@ def split_statements(text: str) -> list[tuple[int, int, list[Token]]]:
 
 def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
     masked = _mask(text, start, end)
+    tokens = _tokens(masked)
+    for check in (unbalanced_parenthesis_error, dangling_keyword_error):
+        error = check(tokens, text)
+        if error is not None:
+            raise error
+    line, col = text_position(text, start)
+    too_deep = lambda: SqlSyntaxError(too_deep_message("parse"), line, col, text)  # noqa: E731
     try:
-        parsed = sqlglot.parse(masked, read=DIALECT)
+        with deep_nesting(too_deep):
+            parsed = sqlglot.parse(masked, read=DIALECT)
     except ParseError as e:
-        err = e.errors[0] if e.errors else {}
-        line, col = err.get("line"), err.get("col")
-        highlight = err.get("highlight") or ""
-        if col is not None and highlight:
-            col = col - len(highlight) + 1
-        description = err.get("description") or str(e)
-        description = re.sub(r"<Token token_type: TokenType\.(\w+), text: ([^,]*),.*?>",
-                             r"'\2'", description)
-        raise SqlSyntaxError(f"syntax error: {description}", line, col, text) from None
+        err = e.errors[0] if e.errors else {"description": str(e)}
+        raise parse_error(err, text, start, end, tokens) from None
     statements = [p for p in parsed if p is not None]
     if len(statements) != 1:
         raise SqlSyntaxError("expected exactly one statement", None, None, text)

@@ -148,3 +148,17 @@ def test_durations_are_accepted_in_every_duration_setting() -> None:
                                  "table.exec.source.idle-timeout": "2 min",
                                  "execution.buffer-timeout": "50 ms"})
     assert session.sql("SELECT 1 AS one").to_arrow().to_pylist() == [{"one": 1}]
+
+
+def test_parallelism_is_bounded_by_a_multiple_of_the_cpu_cores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    session = flowsql.connect()
+    session.sql("SET 'parallelism.default' = '8'")
+    assert session.settings["parallelism.default"] == "8"
+    with pytest.raises(ConfigError, match=r"^parallelism.default must be at most 8 "
+                                          r"\(4 x 2 CPU cores\), got '1000'$"):
+        session.sql("SET 'parallelism.default' = '1000'")
+    assert session.settings["parallelism.default"] == "8"
+    with pytest.raises(ConfigError, match=r"^parallelism.default must be at most 8"):
+        flowsql.connect(parallelism=1000)

@@ -6,13 +6,17 @@ import datetime as dt
 import decimal
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
+from flowsql.errors import DataError
 from flowsql.planner import types as T
+from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import Case, Cast
 from flowsql.planner.physical import FilterExec
 
 from .builders import call, col, lit, project, scan
-from .compare import check
+from .compare import assert_rows, check, run
 
 D = decimal.Decimal
 
@@ -98,3 +102,19 @@ def test_scan_filters_and_csv(tables, duck, tmp_path) -> None:  # type: ignore[n
                                            "csv.ignore-first-line": "true"})
     plan = scan(entry, filters=(lambda n: call("gte", col(n, "a"), lit(2, T.INT64)),))
     check(plan, duck, "SELECT * FROM (VALUES (2, NULL), (3, 'z')) v(a, b)")
+
+
+def test_parquet_file_missing_a_declared_column_is_an_error_naming_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), folder / "p0.parquet")
+    pq.write_table(pa.table({"a": [3], "c": ["z"]}), folder / "p1.parquet")
+    declared = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    table = TableEntry("t", declared, {"connector": "filesystem", "path": str(folder),
+                                        "format": "parquet"})
+    with pytest.raises(DataError) as error:
+        run(scan(table))
+    assert str(error.value) == \
+        f"Parquet file '{folder / 'p1.parquet'}' has no column 'b' (declared by the table)"
+    (folder / "p1.parquet").unlink()
+    assert_rows(run(scan(table)), [(1, "x"), (2, "y")])

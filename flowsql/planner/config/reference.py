@@ -113,6 +113,8 @@ def _description(option: Option) -> str:
         bounds.append(f"at least {option.minimum}")
     if option.maximum is not None:
         bounds.append(f"at most {option.maximum}")
+    if option.maximum_per_core is not None:
+        bounds.append(f"at most {option.maximum_per_core} x the CPU cores")
     text = option.description.replace("|", "\\|")
     return f"{text} Bounds: {', '.join(bounds)}." if bounds else text
 

@@ -34,6 +34,9 @@ from flowsql.planner.config.values import (
 
 #: the largest number of key groups the partitioning supports
 MAX_KEY_GROUPS = 2**15
+#: the most subtasks per operator for each CPU core: more worker processes than this only
+#: contend for the cores (and each holds its own memory)
+PARALLELISM_PER_CORE = 4
 
 SETTINGS: tuple[Option, ...] = (
     Option("engine", STRING, "local",
@@ -50,8 +53,10 @@ SETTINGS: tuple[Option, ...] = (
            "Most rows in one record batch produced by a source or operator.",
            aliases=("batch_size",), minimum=1),
     Option("parallelism.default", INTEGER, "1",
-           "Subtasks per operator; above 1 queries run on worker processes with exchanges.",
-           aliases=("parallelism",), minimum=1),
+           "Subtasks per operator; above 1 queries run on worker processes with exchanges "
+           "(one process per subtask, hence the bound by the CPU cores).",
+           aliases=("parallelism",), minimum=1,
+           maximum_per_core=PARALLELISM_PER_CORE),
     Option("max_parallelism", INTEGER, "128",
            "Number of key groups keyed state is split into: the most subtasks a keyed "
            "operator can be rescaled to.",

@@ -9,6 +9,7 @@ options): they are what the user wrote, and they travel to worker processes as t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +89,10 @@ class Option:
     lower-case word); ``minimum``/``maximum`` bound integers, numbers, durations (in
     milliseconds) and sizes (in bytes); ``aliases`` are other spellings of the key
     (Flink's older or newer names, keyword-argument names), resolved to ``key``.
-    ``required`` is for connector options a table must have.
+    ``required`` is for connector options a table must have. ``maximum_per_core`` bounds
+    an integer by that multiple of this machine's CPU cores (``os.cpu_count()``), for
+    values that start one process or thread each: the bound follows the machine, so the
+    configuration page states the multiple rather than a number.
     """
 
     key: str
@@ -100,6 +104,7 @@ class Option:
     minimum: int | None = None
     maximum: int | None = None
     required: bool = False
+    maximum_per_core: int | None = None
 
     def parse(self, text: str) -> Any:
         """The typed value of ``text``; ConfigError naming the key when it is invalid."""
@@ -116,6 +121,13 @@ class Option:
         if self.maximum is not None and value > self.maximum:
             raise ConfigError(f"{self.key} must be at most {self._bound(self.maximum)}, "
                               f"got '{text}'")
+        if self.maximum_per_core is not None:
+            cores = os.cpu_count() or 1
+            bound = self.maximum_per_core * cores
+            if value > bound:
+                raise ConfigError(f"{self.key} must be at most {bound} "
+                                  f"({self.maximum_per_core} x {cores} CPU cores), "
+                                  f"got '{text}'")
         return value
 
     def read(self, raw: Mapping[str, str]) -> Any:

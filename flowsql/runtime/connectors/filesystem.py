@@ -4,7 +4,9 @@
 starting with '.' or '_' are skipped, as Hadoop/Flink marker files are), in name order.
 
 Parquet is read through ``pyarrow.dataset`` with the table's engine schema imposed, so
-string views arrive as strings and filters bind; translated filters prune whole files and
+string views arrive as strings and filters bind; every file must have every declared column
+(a missing one is a DataError naming the file and the column, never a column of NULLs),
+and a table whose columns are inferred needs files of one schema; translated filters prune whole files and
 row groups by their statistics (see ``pushdown``) and rows are not filtered further here. CSV and JSON are parsed with the declared DDL schema;
 they get no pushdown. Every batch has the table's normalized types and at most
 ``batch_size`` rows.
@@ -98,10 +100,36 @@ def infer_schema(options: dict[str, str]) -> pa.Schema:
     files = data_files(_path_option(options))
     if not files:
         raise DataError(f"no data files under '{options['path']}'")
+    first = _file_schema(files[0])
+    for other in files[1:]:
+        difference = _schema_difference(first, _file_schema(other))
+        if difference:
+            raise DataError(f"Parquet file '{other}' does not match '{files[0]}': {difference}; "
+                            "the files of one table must have the same columns")
+    return first
+
+
+def _file_schema(path: str) -> pa.Schema:
     try:
-        return normalized_schema(pq.read_schema(files[0]))
+        return normalized_schema(pq.read_schema(path))
     except (pa.ArrowException, OSError) as e:
-        raise DataError(f"cannot read the Parquet schema of '{files[0]}': {e}") from None
+        raise DataError(f"cannot read the Parquet schema of '{path}': {e}") from None
+
+
+def _schema_difference(expected: pa.Schema, actual: pa.Schema) -> str | None:
+    """The first column in which ``actual`` differs from ``expected``, in words; None when
+    both have the same columns of the same types (order may differ)."""
+    for field in expected:
+        index = actual.get_field_index(field.name)
+        if index < 0:
+            return f"it has no column '{field.name}'"
+        if not actual.field(index).type.equals(field.type):
+            return (f"column '{field.name}' is {actual.field(index).type} there, "
+                    f"{field.type} here")
+    for field in actual:
+        if expected.get_field_index(field.name) < 0:
+            return f"it has an extra column '{field.name}'"
+    return None
 
 
 def table_statistics(options: dict[str, str]) -> TableStatistics:
@@ -244,11 +272,23 @@ def _row_groups(dataset: ds.Dataset, filters: list[Expr]) -> list[Any]:
     for fragment in dataset.get_fragments():
         try:
             physical = fragment.physical_schema
+            _check_declared_columns(fragment.path, physical, dataset.schema)
             predicate = to_dataset_filter(filters, physical)
             groups.extend(fragment.split_by_row_group(predicate, schema=physical))
         except (pa.ArrowException, OSError) as e:
             raise DataError(f"cannot read Parquet file '{fragment.path}': {e}") from None
     return groups
+
+
+def _check_declared_columns(path: str, physical: pa.Schema, declared: pa.Schema) -> None:
+    """A declared column the file lacks is an error, not a column of NULLs (a file from
+    another table or another version of the schema would otherwise read silently wrong).
+    Every declared column is checked, read or not, so a query's success does not depend
+    on which columns it selects."""
+    for name in declared.names:
+        if physical.get_field_index(name) < 0:
+            raise DataError(f"Parquet file '{path}' has no column '{name}' (declared by the "
+                            "table)")
 
 
 def _scan_parquet(files: list[str], schema: pa.Schema, columns: list[str],

@@ -24,7 +24,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flowsql.errors import ExecutionError
 from flowsql.planner.expressions import Expr
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Schema
 from flowsql.runtime.expressions.compiler import compile_node
 from flowsql.runtime.expressions.support import as_array, conform
@@ -35,14 +37,38 @@ __all__ = ["compile_expr", "compile_predicate", "evaluate_constant"]
 def compile_expr(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:
     """Compile ``expr`` over batches whose column ``i`` is ``schema[i]``."""
     positions = {f.cid: i for i, f in enumerate(schema)}
-    node = compile_node(expr, positions)
+    with deep_nesting(lambda: ExecutionError(too_deep_message("compile"))):
+        node = compile_node(expr, positions)
     dtype = expr.dtype
     run = node.run
 
     def evaluate(batch: pa.RecordBatch) -> pa.Array:
         return as_array(conform(run(batch), dtype), batch.num_rows)
 
-    return evaluate
+    if _depth(expr) <= _SHALLOW:
+        return evaluate
+
+    def evaluate_deep(batch: pa.RecordBatch) -> pa.Array:
+        # Evaluation recurses once per level (see ``flowsql.planner.nesting``).
+        with deep_nesting(lambda: ExecutionError(too_deep_message("evaluate"))):
+            return evaluate(batch)
+
+    return evaluate_deep
+
+
+#: nesting depth below which evaluation fits Python's default recursion limit with room
+_SHALLOW = 100
+
+
+def _depth(expr: Expr) -> int:
+    """Nesting depth of ``expr``, without recursion (the tree may be deeper than the
+    recursion limit allows)."""
+    deepest, stack = 0, [(expr, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in node.children())
+    return deepest
 
 
 def compile_predicate(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:

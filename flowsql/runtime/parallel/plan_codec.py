@@ -25,6 +25,7 @@ from flowsql.planner import physical as P
 from flowsql.planner import physical_streaming as S
 from flowsql.planner.catalog import ComputedColumn, TableEntry, TableStatistics, WatermarkSpec
 from flowsql.planner.logical import WindowShape
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.parallel.type_names import type_from_name, type_name
@@ -44,11 +45,13 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
 
 def dumps(value: Any) -> str:
     """JSON text of a plan (or any value built from the vocabulary above)."""
-    return json.dumps(encode(value), separators=(",", ":"))
+    with deep_nesting(lambda: ExecutionError(too_deep_message("send to workers"))):
+        return json.dumps(encode(value), separators=(",", ":"))
 
 
 def loads(text: str) -> Any:
-    return decode(json.loads(text))
+    with deep_nesting(lambda: ExecutionError(too_deep_message("decode on a worker"))):
+        return decode(json.loads(text))
 
 
 def encode(value: Any) -> Any:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowsql.errors import FlowSQLError
+from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.session.execute.ddl import (
     execute_create_table,
     execute_create_view,
@@ -47,7 +48,10 @@ def execute_statement(session: Session, statement: Statement, text: str) -> Resu
     handler = _HANDLERS.get(type(statement))
     if handler is None:
         raise FlowSQLError(f"unsupported statement: {statement.source[:40]}")
-    return handler(session, statement)
+    # Every stage walks expression trees recursively (rendering, planning, evaluation); the
+    # stages with their own limit (parse, bind, optimize) report it more precisely.
+    with deep_nesting(lambda: ExecutionError(too_deep_message("run"))):
+        return handler(session, statement)
 
 
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {

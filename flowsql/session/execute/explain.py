@@ -19,9 +19,9 @@ __all__ = ["execute_explain"]
 def execute_explain(session: Session, statement: ExplainStatement) -> Result:
     logical, optimized, physical = plan_query(session, statement)
     if statement.mode == "pyspark":
-        from flowsql.spark import generate_pyspark_source
+        from flowsql.spark import pyspark_program
 
-        source = generate_pyspark_source(physical)
+        source = pyspark_program(physical, session.settings)
         return Result("explain", table=pa.table({"plan": source.split("\n")}), plan_text=source)
     text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose")
     return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from flowsql.errors import CatalogError, DataError
+from flowsql.errors import CatalogError, DataError, ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import Call, ColumnRef, Expr, Literal
@@ -206,3 +206,62 @@ def test_csv_and_json_need_declared_columns(tmp_path: Path) -> None:
         infer_schema({"path": str(tmp_path), "format": "csv"})
     with pytest.raises(CatalogError, match="declare"):
         infer_schema({"path": str(tmp_path), "format": "json"})
+
+
+def _two_files(tmp_path: Path, second: pa.Table) -> Path:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), folder / "p0.parquet")
+    pq.write_table(second, folder / "p1.parquet")
+    return folder
+
+
+@pytest.mark.parametrize(("second", "difference"), [
+    (pa.table({"a": [3], "c": ["z"]}), "it has no column 'b'"),
+    (pa.table({"a": [3], "b": [4]}), "column 'b' is int64 there, string here"),
+    (pa.table({"a": [3], "b": ["z"], "c": [1]}), "it has an extra column 'c'"),
+])
+def test_directory_of_parquet_files_with_different_schemas_is_an_error(
+        tmp_path: Path, second: pa.Table, difference: str) -> None:
+    folder = _two_files(tmp_path, second)
+    message = (f"Parquet file '{folder / 'p1.parquet'}' does not match "
+               f"'{folder / 'p0.parquet'}': {difference}; the files of one table must have "
+               "the same columns")
+    with pytest.raises(DataError) as error:
+        infer_schema({"path": str(folder), "format": "parquet"})
+    assert str(error.value) == message
+
+
+def test_declared_column_missing_from_a_parquet_file_is_an_error(tmp_path: Path) -> None:
+    folder = _two_files(tmp_path, pa.table({"a": [3], "c": ["z"]}))
+    declared = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    table = TableEntry("t", declared, {"path": str(folder), "format": "parquet"})
+    message = f"Parquet file '{folder / 'p1.parquet'}' has no column 'b' (declared by the table)"
+    for columns in (["a", "b"], ["a"]):
+        with pytest.raises(DataError) as error:
+            list(scan(table, columns, [], 10))
+        assert str(error.value) == message
+    with pytest.raises(DataError) as error:
+        row_groups(table, [])
+    assert str(error.value) == message
+    # The files that have the columns read as before.
+    (folder / "p1.parquet").unlink()
+    assert _read(table, ["b", "a"], []).to_pylist() == [{"b": "x", "a": 1}, {"b": "y", "a": 2}]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_queries_on_a_parquet_file_missing_a_declared_column_fail_naming_it(
+        tmp_path: Path, parallelism: int) -> None:
+    import flowsql
+
+    folder = _two_files(tmp_path, pa.table({"a": [3], "c": ["z"]}))
+    session = flowsql.connect(parallelism=parallelism)
+    session.sql(f"CREATE TABLE t (a BIGINT, b STRING) WITH ('path'='{folder}', "
+                "'format'='parquet')")
+    # On worker processes the error arrives wrapped, naming the task that failed.
+    with pytest.raises(DataError if parallelism == 1 else ExecutionError) as error:
+        session.sql("SELECT a, b FROM t").to_arrow()
+    assert str(error.value).endswith(
+        f"Parquet file '{folder / 'p1.parquet'}' has no column 'b' (declared by the table)")
+    with pytest.raises(DataError, match="does not match"):
+        session.sql(f"CREATE TABLE inferred WITH ('path'='{folder}')")
