@@ -8,7 +8,8 @@ substituted into the expressions above them and filters become the node's ``pred
 afterwards the group keys may use window_start / window_end only as bare columns, the
 aggregate arguments and filters not at all, and every aggregate must be one the window
 operator computes (count, count(*), sum, min, max, avg, DISTINCT too -- as in Flink, a
-DISTINCT aggregate stays inside the window aggregate --; no FILTER). Anything
+DISTINCT aggregate stays inside the window aggregate --; a FILTER is folded into the
+arguments by ``aggregate_filter``). Anything
 else keeps the generic plan (window TVF exec + hash aggregate), which gives the same rows
 over bounded input without dropping late records -- except SESSION windows, which only
 exist as window aggregates here, and need their PARTITION BY keys as the group keys.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flowsql.errors import PlanError
+from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.expressions import (
     AggCall,
@@ -70,7 +72,8 @@ def plan_window_aggregate(node: Aggregate, rows: float, settings: dict[str, str]
     if not isinstance(child, WindowTableFunction):
         return None
     tvf = child
-    groups, aggs = exprs[:len(node.group_exprs)], exprs[len(node.group_exprs):]
+    groups = exprs[:len(node.group_exprs)]
+    aggs = [filter_into_arguments(a) for a in exprs[len(node.group_exprs):]]  # type: ignore[arg-type]
     matched = _match(tvf, groups, aggs, predicates)  # type: ignore[arg-type]
     if matched is None:
         if tvf.shape.kind == "session":
@@ -105,7 +108,7 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in SUPPORTED_AGGREGATES or a.filter is not None
+    if any(a.name not in SUPPORTED_AGGREGATES
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None
     if any(column_ids(p) & window_ids for p in predicates):

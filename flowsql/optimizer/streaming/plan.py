@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from flowsql.errors import PlanError
+from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
 from flowsql.planner.config.connectors import CONNECTORS, connector_of
 from flowsql.planner.expressions import (
@@ -230,8 +231,9 @@ class _Planner:
     # -- aggregation ----------------------------------------------------------------------
     def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
+        node = replace(node, aggs=tuple(filter_into_arguments(a) for a in node.aggs))
         bad = [a.name for a in node.aggs
-               if a.name not in GROUP_AGGREGATES or a.filter is not None
+               if a.name not in GROUP_AGGREGATES
                or (a.distinct and a.name not in ("count", "sum", "avg"))]
         if bad:
             raise PlanError(f"streaming GROUP BY cannot compute {', '.join(sorted(set(bad)))} "
