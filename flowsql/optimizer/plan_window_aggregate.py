@@ -7,7 +7,7 @@ Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Proj
 substituted into the expressions above them and filters become the node's ``predicate``;
 afterwards the group keys may use window_start / window_end only as bare columns, the
 aggregate arguments and filters not at all, and every aggregate must be one the window
-operator computes (count, count(*), sum, min, max, avg, DISTINCT too -- as in Flink, a
+operator computes (count, count(*), sum, min, max, avg, var_* / stddev_*, DISTINCT too -- as in Flink, a
 DISTINCT aggregate stays inside the window aggregate --; a FILTER is folded into the
 arguments by ``aggregate_filter``). Anything
 else keeps the generic plan (window TVF exec + hash aggregate), which gives the same rows
@@ -42,7 +42,10 @@ from flowsql.planner.physical import (
     WindowAggregateExec,
 )
 
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
+SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg",
+                        "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+#: aggregates the window operator computes only without DISTINCT
+_NOT_DISTINCT = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 def runtime_mode(settings: dict[str, str]) -> str:
@@ -108,7 +111,7 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in SUPPORTED_AGGREGATES
+    if any(a.name not in SUPPORTED_AGGREGATES or (a.distinct and a.name in _NOT_DISTINCT)
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None
     if any(column_ids(p) & window_ids for p in predicates):

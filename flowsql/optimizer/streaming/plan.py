@@ -86,8 +86,8 @@ from flowsql.planner.physical_streaming import (
 from flowsql.planner.schema import Field
 
 #: aggregates the changelog group aggregate computes
-GROUP_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
-_OVER_AGGREGATES = GROUP_AGGREGATES
+_OVER_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
+GROUP_AGGREGATES = (*_OVER_AGGREGATES, "var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 @dataclass(frozen=True)

@@ -51,12 +51,12 @@ from flowsql.runtime.kernels.batches import batch_size, conform, make_batch
 from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.watermark.event_time_operator import EventTimeOperator
-from flowsql.runtime.operators.window.accumulators import Accumulators
+from flowsql.runtime.operators.window.accumulators import ACCUMULATED_AGGREGATES, Accumulators
 from flowsql.runtime.operators.window.window_specs import AggregateSpec
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
+SUPPORTED_AGGREGATES = ACCUMULATED_AGGREGATES
 WINDOW_END = "$window_end"
 #: a compaction never runs while the table holds fewer unmerged rows than this
 _MIN_COMPACTION = 4096

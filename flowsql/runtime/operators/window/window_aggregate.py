@@ -27,6 +27,7 @@ from flowsql.runtime.expressions import compile_expr, compile_predicate
 from flowsql.runtime.kernels.batches import make_batch
 from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.window.accumulators import ACCUMULATED_AGGREGATES
 from flowsql.runtime.operators.window.positional_window_aggregate import PositionalWindowAggregate
 from flowsql.runtime.operators.window.window_specs import (
     AggregateSpec,
@@ -36,7 +37,7 @@ from flowsql.runtime.operators.window.window_specs import (
 from flowsql.runtime.time.watermarks import BoundedOutOfOrderness
 
 #: aggregate calls the window aggregate computes
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
+SUPPORTED_AGGREGATES = ACCUMULATED_AGGREGATES
 
 
 class WindowAggregateOperator(Operator):

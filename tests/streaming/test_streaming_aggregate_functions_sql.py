@@ -1,6 +1,7 @@
-"""``FILTER (WHERE ..)`` on aggregates in streaming mode, as Flink computes it: in the
-changelog GROUP BY, in TUMBLE window aggregates and in SESSION window aggregates.
-Hand-checked rows, at parallelism 1 and 2.
+"""``FILTER (WHERE ..)`` and VAR_POP / VAR_SAMP / STDDEV_POP / STDDEV_SAMP in streaming
+mode, as Flink computes them: in the changelog GROUP BY (also over an updating input), in
+TUMBLE window aggregates and in SESSION window aggregates. Hand-checked rows, at
+parallelism 1 and 2.
 
 Rowtimes are seconds after 2024-01-01; ``WATERMARK FOR ts AS ts - INTERVAL '2' SECOND``,
 no row is late. The input (k, ts, v), in file order:
@@ -89,4 +90,60 @@ def test_filter_in_session_window_aggregate(tmp_path: Path, parallelism: int) ->
         ("a", 1, 8, 1, 1), ("a", 12, 17, 1, 4),
         ("b", 2, 7, 1, 2), ("b", 14, 19, 1, None),
         ("c", 25, 30, 1, None),
+    ]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_variances_in_changelog_group_by(tmp_path: Path, parallelism: int) -> None:
+    session = _session(tmp_path, parallelism)
+    table = session.sql("""SELECT k, VAR_POP(v) AS vp, VAR_SAMP(v) AS vs,
+                                  STDDEV_POP(v) AS sp, STDDEV_SAMP(v) AS ss
+                           FROM t GROUP BY k""").to_arrow()
+    assert sorted(tuple(r.values()) for r in table.to_pylist()) == [
+        # v 1, 5, 4: mean 10/3, squared deviations 49/9 + 25/9 + 4/9 = 26/3
+        ("a", pytest.approx(26 / 9), pytest.approx(13 / 3), pytest.approx((26 / 9) ** 0.5),
+         pytest.approx((13 / 3) ** 0.5)),
+        ("b", 4.0, 8.0, 2.0, pytest.approx(8 ** 0.5)),     # v 2, 6
+        ("c", 0.0, None, 0.0, None),                       # one row: no sample variance
+    ]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_variances_over_an_updating_input(tmp_path: Path, parallelism: int) -> None:
+    """The per-key sums change as rows arrive: every update retracts the old sum from the
+    moments and adds the new one; the final sums are a 10, b 8, c 7."""
+    session = _session(tmp_path, parallelism)
+    table = session.sql("""SELECT VAR_POP(s) AS vp, VAR_SAMP(s) AS vs, STDDEV_POP(s) AS sp,
+                                  STDDEV_SAMP(s) AS ss, COUNT(*) AS n
+                           FROM (SELECT k, SUM(v) AS s FROM t GROUP BY k)""").to_arrow()
+    # mean 25/3, squared deviations 25/9 + 1/9 + 16/9 = 14/3
+    assert table.to_pylist() == [{
+        "vp": pytest.approx(14 / 9), "vs": pytest.approx(7 / 3),
+        "sp": pytest.approx((14 / 9) ** 0.5), "ss": pytest.approx((7 / 3) ** 0.5), "n": 3}]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_variances_in_tumble_and_session_window_aggregates(tmp_path: Path,
+                                                           parallelism: int) -> None:
+    session = _session(tmp_path, parallelism)
+    tumble = session.sql("""SELECT window_start, window_end, VAR_POP(v) AS vp,
+                                   VAR_SAMP(v) AS vs, STDDEV_SAMP(v) AS ss
+                            FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+                            GROUP BY window_start, window_end""").to_arrow()
+    assert sorted((_seconds(r["window_start"]), r["vp"], r["vs"], r["ss"])
+                  for r in tumble.to_pylist()) == [
+        # v 1, 2, 5: mean 8/3, squared deviations 25/9 + 4/9 + 49/9 = 26/3
+        (0, pytest.approx(26 / 9), pytest.approx(13 / 3), pytest.approx((13 / 3) ** 0.5)),
+        (10, 1.0, 2.0, pytest.approx(2 ** 0.5)),            # v 4, 6
+        (20, 0.0, None, None),                              # v 7
+    ]
+    sessions = session.sql("""SELECT k, window_start, STDDEV_POP(v) AS sp, VAR_SAMP(v) AS vs
+                              FROM TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts),
+                                                 INTERVAL '5' SECOND))
+                              GROUP BY k, window_start, window_end""").to_arrow()
+    assert sorted((r["k"], _seconds(r["window_start"]), r["sp"], r["vs"])
+                  for r in sessions.to_pylist()) == [
+        ("a", 1, 2.0, 8.0),             # v 1, 5
+        ("a", 12, 0.0, None), ("b", 2, 0.0, None), ("b", 14, 0.0, None),
+        ("c", 25, 0.0, None),
     ]
