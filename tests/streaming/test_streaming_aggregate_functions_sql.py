@@ -147,3 +147,21 @@ def test_variances_in_tumble_and_session_window_aggregates(tmp_path: Path,
         ("a", 12, 0.0, None), ("b", 2, 0.0, None), ("b", 14, 0.0, None),
         ("c", 25, 0.0, None),
     ]
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_filter_and_variance_in_a_cascading_window_aggregate(tmp_path: Path,
+                                                             parallelism: int) -> None:
+    """Per-key counts of each TUMBLE window, then aggregated per window again:
+    [0, 10) a 2 b 1, [10, 20) a 1 b 1, [20, 30) c 1."""
+    session = _session(tmp_path, parallelism)
+    table = session.sql("""SELECT window_start, VAR_POP(c) AS vp, VAR_SAMP(c) AS vs,
+                                  COUNT(*) FILTER (WHERE c > 1) AS busy
+                           FROM (SELECT k, window_start, window_end, COUNT(*) AS c
+                                 FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts),
+                                                   INTERVAL '10' SECOND))
+                                 GROUP BY k, window_start, window_end)
+                           GROUP BY window_start, window_end""").to_arrow()
+    assert sorted((_seconds(r["window_start"]), r["vp"], r["vs"], r["busy"])
+                  for r in table.to_pylist()) == [
+        (0, 0.25, 0.5, 1), (10, 0.0, 0.0, 0), (20, 0.0, None, 0)]

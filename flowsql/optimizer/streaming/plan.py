@@ -16,7 +16,8 @@ the end of its input:
   by both bounds of a window its insert-only input carries (a window join, window Top-N or
   window aggregate below, or a window TVF the window aggregate rule left alone): that is a
   ``WindowedAggregateExec``, insert-only, whose output bounds are window bounds again
-  (Flink's cascading window aggregation);
+  (Flink's cascading window aggregation); either way an aggregate's FILTER (WHERE ..) is
+  folded into its arguments (``optimizer.aggregate_filter``);
 * a join of two windowed inputs whose condition equates both window bounds
   (``L.window_start = R.window_start AND L.window_end = R.window_end``) becomes a
   ``WindowJoinExec`` (insert-only, also for outer, semi and anti joins); a join of two
