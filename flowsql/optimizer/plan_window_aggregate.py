@@ -7,8 +7,9 @@ Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Proj
 substituted into the expressions above them and filters become the node's ``predicate``;
 afterwards the group keys may use window_start / window_end only as bare columns, the
 aggregate arguments and filters not at all, and every aggregate must be one the window
-operator computes (count, count(*), sum, min, max, avg, DISTINCT too -- as in Flink, a
-DISTINCT aggregate stays inside the window aggregate --; no FILTER). Anything
+operator computes (count, count(*), sum, min, max, avg, var_* / stddev_*, DISTINCT too -- as in Flink, a
+DISTINCT aggregate stays inside the window aggregate --; a FILTER is folded into the
+arguments by ``aggregate_filter``). Anything
 else keeps the generic plan (window TVF exec + hash aggregate), which gives the same rows
 over bounded input without dropping late records -- except SESSION windows, which only
 exist as window aggregates here, and need their PARTITION BY keys as the group keys.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flowsql.errors import PlanError
+from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.expressions import (
     AggCall,
@@ -40,7 +42,10 @@ from flowsql.planner.physical import (
     WindowAggregateExec,
 )
 
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
+SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg",
+                        "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+#: aggregates the window operator computes only without DISTINCT
+_NOT_DISTINCT = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 def runtime_mode(settings: dict[str, str]) -> str:
@@ -70,7 +75,8 @@ def plan_window_aggregate(node: Aggregate, rows: float, settings: dict[str, str]
     if not isinstance(child, WindowTableFunction):
         return None
     tvf = child
-    groups, aggs = exprs[:len(node.group_exprs)], exprs[len(node.group_exprs):]
+    groups = exprs[:len(node.group_exprs)]
+    aggs = [filter_into_arguments(a) for a in exprs[len(node.group_exprs):]]  # type: ignore[arg-type]
     matched = _match(tvf, groups, aggs, predicates)  # type: ignore[arg-type]
     if matched is None:
         if tvf.shape.kind == "session":
@@ -105,7 +111,7 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in SUPPORTED_AGGREGATES or a.filter is not None
+    if any(a.name not in SUPPORTED_AGGREGATES or (a.distinct and a.name in _NOT_DISTINCT)
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None
     if any(column_ids(p) & window_ids for p in predicates):

@@ -16,7 +16,8 @@ the end of its input:
   by both bounds of a window its insert-only input carries (a window join, window Top-N or
   window aggregate below, or a window TVF the window aggregate rule left alone): that is a
   ``WindowedAggregateExec``, insert-only, whose output bounds are window bounds again
-  (Flink's cascading window aggregation);
+  (Flink's cascading window aggregation); either way an aggregate's FILTER (WHERE ..) is
+  folded into its arguments (``optimizer.aggregate_filter``);
 * a join of two windowed inputs whose condition equates both window bounds
   (``L.window_start = R.window_start AND L.window_end = R.window_end``) becomes a
   ``WindowJoinExec`` (insert-only, also for outer, semi and anti joins); a join of two
@@ -40,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from flowsql.errors import PlanError
+from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
 from flowsql.planner.config.connectors import CONNECTORS, connector_of
 from flowsql.planner.expressions import (
@@ -85,8 +87,8 @@ from flowsql.planner.physical_streaming import (
 from flowsql.planner.schema import Field
 
 #: aggregates the changelog group aggregate computes
-GROUP_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
-_OVER_AGGREGATES = GROUP_AGGREGATES
+_OVER_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
+GROUP_AGGREGATES = (*_OVER_AGGREGATES, "var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 @dataclass(frozen=True)
@@ -230,8 +232,9 @@ class _Planner:
     # -- aggregation ----------------------------------------------------------------------
     def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
+        node = replace(node, aggs=tuple(filter_into_arguments(a) for a in node.aggs))
         bad = [a.name for a in node.aggs
-               if a.name not in GROUP_AGGREGATES or a.filter is not None
+               if a.name not in GROUP_AGGREGATES
                or (a.distinct and a.name not in ("count", "sum", "avg"))]
         if bad:
             raise PlanError(f"streaming GROUP BY cannot compute {', '.join(sorted(set(bad)))} "

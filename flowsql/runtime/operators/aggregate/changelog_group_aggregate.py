@@ -27,7 +27,8 @@ State (all in one ``StateStore``, keyed by the group key's key group):
 
 * ``groups`` -- per group: key hash, key columns, row count and the accumulators of
   COUNT (a count), SUM/AVG (a sum and a count of non-NULL values, so retraction knows when
-  the sum is NULL again) and MIN/MAX (the current extreme);
+  the sum is NULL again), VAR_*/STDDEV_* (a float64 sum, sum of squares and count:
+  ``kernels.variance``) and MIN/MAX (the current extreme);
 * ``values<i>`` -- per (group, value) a reference count, for DISTINCT aggregates (a value
   counts while its count is positive) and for MIN/MAX (the multiset a retraction of the
   current extreme needs; the plan node does not say whether the input is insert-only, so
@@ -72,6 +73,7 @@ from flowsql.runtime.changelog import (
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import batch_size, conform, make_batch
 from flowsql.runtime.kernels.grouping import groupable
+from flowsql.runtime.kernels.variance import VARIANCE_AGGREGATES, variance
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.aggregate import numpy_sums
 from flowsql.runtime.operators.aggregate.changelog_segments import (
@@ -90,7 +92,7 @@ from flowsql.runtime.state.store import StateStore
 
 MINI_BATCH = "table.exec.mini-batch.enabled"
 _HASH, _COUNT = "__hash", "__count"
-_SUPPORTED = ("count_star", "count", "sum", "avg", "min", "max")
+_SUPPORTED = ("count_star", "count", "sum", "avg", "min", "max", *VARIANCE_AGGREGATES)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,9 @@ class _Agg:
             return [pa.field(a, pa.int64())]
         if self.name in ("sum", "avg"):
             return [pa.field(f"{a}_sum", self.sum_type), pa.field(f"{a}_n", pa.int64())]
+        if self.name in VARIANCE_AGGREGATES:
+            return [pa.field(f"{a}_sum", pa.float64()), pa.field(f"{a}_sq", pa.float64()),
+                    pa.field(f"{a}_n", pa.int64())]
         return [pa.field(a, self.arg_type)]
 
 
@@ -161,7 +166,8 @@ def _make_aggs(node: GroupAggregateExec) -> list[_Agg]:
         if pa.types.is_null(arg_type):
             arg_type = pa.int64()
         distinct = call.distinct and call.name in ("count", "sum", "avg")
-        sum_type = T.sum_type(arg_type) if call.name in ("sum", "avg") else pa.int64()
+        sum_type = (T.sum_type(arg_type) if call.name in ("sum", "avg")
+                    else pa.float64() if call.name in VARIANCE_AGGREGATES else pa.int64())
         aggs.append(_Agg(i, call.name, distinct, arg_type, sum_type, out.dtype))
     return aggs
 
@@ -317,6 +323,14 @@ class GroupAggregateOperator(Operator):
         last = lay.lasts
         state = {f"{a}_sum": numpy_sums.to_arrow(total[last], n[last] > 0, agg.sum_type),
                  f"{a}_n": pa.array(n[last])}
+        if agg.name in VARIANCE_AGGREGATES:
+            (stored_squares,) = numpy_sums.numbers(
+                [_virtual_array(ctx, f"{a}_sq", pa.float64())], pa.float64())
+            squares = segmented_cumsum(
+                lay.scatter(stored_squares, np.where(valid, ctx.sign * numbers * numbers, 0.0)),
+                lay.starts, lay.sizes)
+            state[f"{a}_sq"] = pa.array(squares[last], pa.float64())
+            return variance(agg.name, n, total, squares), state, None
         return self._sum_result(agg, total, n), state, None
 
     @staticmethod

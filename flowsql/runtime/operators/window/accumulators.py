@@ -1,9 +1,10 @@
-"""Accumulators of count / count_star / sum / min / max / avg as Arrow columns.
+"""Accumulators of count / count_star / sum / min / max / avg / variances as Arrow columns.
 
 An aggregate is kept as one or two accumulator columns per group so that partial results
 merge associatively: count and count_star keep a count (merged by sum), sum keeps a sum
 (NULL until a non-NULL value is seen), min / max keep the extreme, avg keeps a float64 sum
-and a count. COUNT / SUM / AVG with DISTINCT keep the set of distinct non-NULL values
+and a count, VAR_* / STDDEV_* keep a float64 sum, sum of squares and count
+(``kernels.variance``). COUNT / SUM / AVG with DISTINCT keep the set of distinct non-NULL values
 instead (a list column, merged by set union), which is what makes them mergeable across
 slices and sessions: a value seen in two slices of one window counts once. MIN / MAX with
 DISTINCT are the plain MIN / MAX. Three steps, each one Acero group-by over the whole batch
@@ -26,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flowsql.runtime.kernels.variance import VARIANCE_AGGREGATES, variance
 from flowsql.runtime.operators.window.window_specs import AggregateSpec
 
 _SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
@@ -71,7 +73,7 @@ class Accumulators:
     def output_fields(self) -> list[pa.Field]:
         fields = []
         for agg, parts in zip(self.aggregates, self._parts):
-            dtype = (pa.float64() if agg.function == "avg"
+            dtype = (pa.float64() if agg.function in ("avg", *VARIANCE_AGGREGATES)
                      else parts[0].output or parts[0].dtype)
             fields.append(pa.field(agg.name, dtype))
         return fields
@@ -82,8 +84,11 @@ class Accumulators:
         for i, agg in enumerate(self.aggregates):
             if agg.column is not None:
                 arguments[f"x{i}"] = batch.column(agg.column)
-                if agg.function == "avg":
+                if agg.function in ("avg", *VARIANCE_AGGREGATES):
                     arguments[f"x{i}_float"] = pc.cast(batch.column(agg.column), pa.float64())
+                if agg.function in VARIANCE_AGGREGATES:
+                    value = arguments[f"x{i}_float"]
+                    arguments[f"x{i}_square"] = pc.multiply(value, value)
         return arguments
 
     def partial(self, rows: pa.Table, group_by: list[str]) -> pa.Table:
@@ -132,6 +137,9 @@ class Accumulators:
                 total, count = rows.column(parts[0].name), rows.column(parts[1].name)
                 values.append(pc.divide(total, pc.cast(pc.if_else(
                     pc.equal(count, 0), None, count), pa.float64())))
+            elif agg.function in VARIANCE_AGGREGATES:
+                total, squares, count = (_numbers(rows.column(p.name)) for p in parts)
+                values.append(pa.chunked_array([variance(agg.function, count, total, squares)]))
             else:
                 values.append(rows.column(parts[0].name))
         return values
@@ -166,8 +174,17 @@ def _parts_of(index: int, agg: AggregateSpec, arg_type: pa.DataType | None) -> l
         return [_Part(name, x, "sum", "sum", _sum_type(arg_type))]
     if agg.function in ("min", "max"):
         return [_Part(name, x, agg.function, agg.function, arg_type)]
+    if agg.function in VARIANCE_AGGREGATES:
+        return [_Part(f"{name}_sum", f"{x}_float", "sum", "sum", pa.float64()),
+                _Part(f"{name}_square", f"{x}_square", "sum", "sum", pa.float64()),
+                _Part(f"{name}_count", x, "count", "sum", pa.int64())]
     return [_Part(f"{name}_sum", f"{x}_float", "sum", "sum", pa.float64()),
             _Part(f"{name}_count", x, "count", "sum", pa.int64())]
+
+
+def _numbers(column: pa.ChunkedArray) -> np.ndarray:
+    """A sum or count accumulator as numbers (NULL -- no value seen -- as 0)."""
+    return pc.fill_null(column, 0).to_numpy()
 
 
 def _united(sets: pa.ChunkedArray, members: pa.ListArray, dtype: pa.DataType) -> pa.ListArray:

@@ -52,11 +52,10 @@ from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.watermark.event_time_operator import EventTimeOperator
 from flowsql.runtime.operators.window.accumulators import Accumulators
-from flowsql.runtime.operators.window.window_specs import AggregateSpec
+from flowsql.runtime.operators.window.window_specs import AGGREGATE_FUNCTIONS, AggregateSpec
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg")
 WINDOW_END = "$window_end"
 #: a compaction never runs while the table holds fewer unmerged rows than this
 _MIN_COMPACTION = 4096
@@ -66,7 +65,7 @@ class WindowedAggregateOperator(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: WindowedAggregateExec) -> None:
-        unsupported = sorted({a.name for a in node.aggs if a.name not in SUPPORTED_AGGREGATES
+        unsupported = sorted({a.name for a in node.aggs if a.name not in AGGREGATE_FUNCTIONS
                               or a.filter is not None})
         if unsupported:
             raise ExecutionError(f"windowed aggregate cannot compute {', '.join(unsupported)}")

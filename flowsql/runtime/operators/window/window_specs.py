@@ -19,7 +19,9 @@ from flowsql.planner.physical import WindowAggregateExec
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
-AGGREGATE_FUNCTIONS = ("count", "count_star", "sum", "min", "max", "avg")
+#: the aggregates a window aggregate computes (``window.accumulators``)
+AGGREGATE_FUNCTIONS = ("count", "count_star", "sum", "min", "max", "avg",
+                       "var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ class AggregateSpec:
                             " argument column")
         if self.distinct and self.function == "count_star":
             raise PlanError("COUNT(*) cannot be DISTINCT")
+        if self.distinct and self.function not in ("count", "sum", "avg", "min", "max"):
+            raise PlanError(f"window aggregate does not support DISTINCT {self.function}")
 
 
 @dataclass(frozen=True)
