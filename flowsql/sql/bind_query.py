@@ -65,6 +65,7 @@ from flowsql.sql.grouping_sets import (
     rollup,
     union_of_grouping_sets,
 )
+from flowsql.sql.named_windows import expand_named_windows
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import CteDef, Relation, Scope
 
@@ -144,6 +145,7 @@ class QueryBinder:
     # -- SELECT --------------------------------------------------------------------------
     def _bind_select(self, select: exp.Select, outer: Scope | None,
                      ctes: dict[str, CteDef]) -> LogicalPlan:
+        select = expand_named_windows(select, self.error)
         scope = Scope(parent=outer, ctes=ctes)
         plan = self._bind_input(select, scope)
 

@@ -20,6 +20,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.generator import Generator as BaseGenerator
+from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.parsers.base import BaseParser
 from sqlglot.tokens import TokenType
 
@@ -82,6 +83,10 @@ class FlowSQL(Dialect):
     NULL_ORDERING = "nulls_are_last"
 
     class Parser(BaseParser):
+        # IS [NOT] TRUE / FALSE / NULL / UNKNOWN bind looser than comparisons and equality,
+        # as in standard SQL and Flink (Calcite): ``qty > 2 IS TRUE`` is ``(qty > 2) IS TRUE``
+        IS_PREDICATE_PRECEDENCE = IsPredicatePrecedence.LOW
+
         FUNC_TOKENS = {*BaseParser.FUNC_TOKENS, TokenType.SESSION}
 
         FUNCTIONS = {

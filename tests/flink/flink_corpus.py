@@ -85,17 +85,20 @@ def table_ddl(data: Path = DATA) -> list[str]:
 _LATE_TABLES = re.compile(r"\b(?:orders|bids|clicks)(?:_w0|_w5)?\b(?!_ok)", re.IGNORECASE)
 _EVENT_TIME = re.compile(r"DESCRIPTOR\s*\(|\bROWS\s+BETWEEN\b|\bRANGE\s+BETWEEN\b|"
                          r"\bts\s+BETWEEN\b", re.IGNORECASE)
+#: rowtime deduplication keeping the first row, which drops rows behind the watermark
+_KEEP_FIRST = re.compile(r"ROW_NUMBER\(\)\s+OVER\s*\([^)]*ORDER\s+BY\s+ts(?:\s+ASC)?\s*\)"
+                         r"[\s\S]*\brn\s*=\s*1\b", re.IGNORECASE)
 
 
 def depends_on_timing(sql: str, parallelism: int) -> bool:
     """Whether the query's result depends on timing at ``parallelism`` in both engines:
-    at parallelism > 1 an event-time operator (window, OVER frame, interval join) over a
-    table with late rows. Each table is one file, read by one of the two source subtasks;
+    at parallelism > 1 an event-time operator (window, OVER frame, interval join,
+    deduplication keeping the first row) over a table with late rows. Each table is one file, read by one of the two source subtasks;
     the other has nothing to read, and until its end of input reaches the keyed operator
     it holds that operator's watermark back, so how many rows are late depends on when
     it finishes (in Flink as in flowsql)."""
     return parallelism > 1 and bool(_LATE_TABLES.search(sql)) and bool(
-        _EVENT_TIME.search(sql))
+        _EVENT_TIME.search(sql) or _KEEP_FIRST.search(sql))
 
 
 _NAME = re.compile(r"--\s*name:\s*(\S+)\s*$")

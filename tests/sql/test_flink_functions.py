@@ -33,6 +33,8 @@ CASES: list[tuple[str, list[object]]] = [
     ("TRY_CAST(s AS INT)", [None, None, None]),
     ("TRY_CAST(CONCAT(CAST(n AS VARCHAR), 'x') AS INT)", [None, None, None]),
     ("TRY_CAST(CAST(n AS VARCHAR) AS INT)", [7, None, -3]),
+    # a TIMESTAMP(3) prints exactly three fraction digits, trailing zeros included
+    ("CAST(ts AS STRING)", ["2024-01-31 10:11:12.345", None, "2000-02-29 23:59:59.000"]),
     # temporal
     ("TIMESTAMPADD(MINUTE, 50, ts)", [dt.datetime(2024, 1, 31, 11, 1, 12, 345000), None,
                                       dt.datetime(2000, 3, 1, 0, 49, 59)]),

@@ -207,12 +207,16 @@ class _Planner:
     def window_tvf(self, node: WindowTableFunctionExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
         _insert_only(info, "a window table function")
-        start, end, _time = (f.cid for f in node.window_fields)
+        start, end, time = (f.cid for f in node.window_fields)
         proctime_windows = info.proctime_windows
+        rowtimes = info.rowtimes
         if column_ids(node.time_column) & info.proctimes:
             proctime_windows |= {end}
+        elif column_ids(node.time_column) & info.rowtimes:
+            rowtimes |= {time}  # window_time is a rowtime attribute (Flink)
         return replace(node, input=child), replace(
-            info, windows=(*info.windows, (start, end)), proctime_windows=proctime_windows)
+            info, windows=(*info.windows, (start, end)), proctime_windows=proctime_windows,
+            rowtimes=rowtimes)
 
     def window_aggregate(self, node: WindowAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -226,8 +230,12 @@ class _Planner:
                             "attribute (a column AS PROCTIME())")
         slots = {slot: f.cid for slot, f in zip(node.group_slots, node.group_fields)}
         windows = ((slots["window_start"], slots["window_end"]),)
+        # window_time stays a rowtime attribute of an event-time window aggregate's result
+        # (Flink): a window TVF or a window aggregate over it cascades
+        rowtimes = frozenset({slots["window_time"]}) if "window_time" in slots and not (
+            column_ids(node.time_column) & info.proctimes) else frozenset()
         return (replace(node, input=child, watermark_delay_ms=None),
-                StreamInfo(INSERT_ONLY, None, frozenset(), windows, info.bounded))
+                StreamInfo(INSERT_ONLY, None, rowtimes, windows, info.bounded))
 
     # -- aggregation ----------------------------------------------------------------------
     def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
@@ -258,7 +266,10 @@ class _Planner:
         plan = WindowedAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
                                      node.agg_fields, (start, end), node.est_rows)
         bounds = (node.group_fields[window[0]].cid, node.group_fields[window[1]].cid)
-        return plan, StreamInfo(INSERT_ONLY, None, frozenset(), (bounds,), info.bounded)
+        # a grouped window_time of the window TVF stays a rowtime attribute (Flink)
+        rowtimes = frozenset(f.cid for e, f in zip(node.group_exprs, node.group_fields)
+                             if isinstance(e, ColumnRef) and e.cid in info.rowtimes)
+        return plan, StreamInfo(INSERT_ONLY, None, rowtimes, (bounds,), info.bounded)
 
     def over(self, node: WindowExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
@@ -364,7 +375,10 @@ class _Planner:
                 right = ProctimeWatermarkExec(right, rt, right.est_rows)
             plan: PhysicalPlan = IntervalJoinExec(left, right, node.kind, left_keys, right_keys,
                                                   lt, rt, lower, upper, rest, node.est_rows)
-            return plan, StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
+            # both sides' rowtime attributes stay rowtimes of the output (Flink): a window
+            # TVF or an OVER aggregate can follow an interval join
+            kept = frozenset(f.cid for f in plan.schema) & (linfo.rowtimes | rinfo.rowtimes)
+            return plan, StreamInfo(INSERT_ONLY, None, kept, (), bounded)
         updated_by = next((i.updated_by for i in (linfo, rinfo) if i.mode == UPDATING), None)
         if updated_by is None and node.kind != "inner":
             updated_by = f"a {node.kind} outer join"

@@ -112,13 +112,6 @@ def _float_to_string(values: Datum) -> Datum:
     return pc.replace_substring_regex(text, r"e([+-])(\d)$", r"e\10\2")
 
 
-def _timestamp_to_string(values: Datum) -> Datum:
-    # pyarrow prints every fractional digit of the unit; DuckDB drops trailing zeros.
-    text = pc.cast(values, T.STRING)
-    text = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
-    return pc.replace_substring_regex(text, r"\.$", "")
-
-
 def _integer_to_decimal(target: pa.DataType) -> Converter:
     def convert(values: Datum) -> Datum:
         wide = pc.cast(values, pa.decimal128(T.MAX_DECIMAL_PRECISION, target.scale))
@@ -138,8 +131,6 @@ def converter(source: pa.DataType, target: pa.DataType) -> Converter:
     if T.is_string(target):
         if T.is_float(source):
             return _float_to_string
-        if pa.types.is_timestamp(source):
-            return _timestamp_to_string
         return lambda v: pc.cast(v, target)
     if T.is_decimal(source) and T.is_decimal(target):
         return _decimal_to_decimal(target)

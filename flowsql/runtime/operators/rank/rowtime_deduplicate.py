@@ -13,6 +13,14 @@ however the input is chunked): each key keeps one stored row;
 a replacement emits ``+I(new)`` when the key had no row, otherwise ``-U(old)``, ``+U(new)``;
 a record that does not replace emits nothing. The output is updating.
 
+Keep-first ignores late records: a record whose rowtime is below the current watermark
+is dropped (and counted in ``late_records_dropped``) before it is compared, as Flink
+decides the first row of a key once the watermark passes it, so a record behind the
+watermark can neither become a key's first row nor replace it. A record exactly at the
+watermark is still on time (Flink 2.3 keeps it: with a zero-delay watermark, a second
+record with the rowtime of the first of the stream becomes its key's first row). Keep-last judges every
+record (a late record only wins with a rowtime at or above the stored one).
+
 Vectorized per batch: the stored rows of the touched key groups are taken out of state and
 put in front of the batch; after a stable sort by (partition, arrival) the stored value of a
 key when record ``i`` arrives is the running minimum (keep-first) or maximum (keep-last) of
@@ -31,15 +39,16 @@ import pyarrow as pa
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import RankExec
 from flowsql.runtime.changelog import INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.rank import ranking_state
+from flowsql.runtime.operators.watermark.event_time_operator import EventTimeOperator
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.store import StateStore
 
 _TIME = "__rowtime"
+LATE_RECORDS_DROPPED = "late_records_dropped"
 
 
-class RowtimeDeduplicate(Operator):
+class RowtimeDeduplicate(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: RankExec) -> None:
@@ -53,11 +62,14 @@ class RowtimeDeduplicate(Operator):
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
+        context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
         self._partition, self._order = ranking_state.compile_all(self.node)
-        self._store = StateStore.for_context(context)
+        self._start_event_time(context)
         self._rows = self._store.keyed_table("rows", self._state_schema)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        if not self._keep_last:
+            batch = self._without_late(batch)
         if not batch.num_rows:
             return []
         groups = self._rows.key_groups_of([fn(batch) for fn in self._partition],
@@ -89,6 +101,20 @@ class RowtimeDeduplicate(Operator):
             self._rows.schema)]))
         return out
 
+    def _without_late(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` without the records behind the watermark (see the module docstring)."""
+        if not batch.num_rows:
+            return batch
+        on_time = ranking_state.millis(self._order[0](batch), "deduplication") >= self._watermark
+        late = int(len(on_time) - on_time.sum())
+        if not late:
+            return batch
+        self.context.metrics[LATE_RECORDS_DROPPED] += late
+        return batch.filter(pa.array(on_time))
+
+    def _advance(self, watermark: int) -> list[pa.RecordBatch]:
+        return []  # the watermark only decides lateness; nothing waits for it
+
     def _changelog(self, data: pa.RecordBatch, order: np.ndarray, positions: np.ndarray,
                    old: np.ndarray, has_old: np.ndarray) -> list[pa.RecordBatch]:
         """``-U(old)``, ``+U(new)`` or ``+I(new)`` per replacing record, in arrival order."""
@@ -102,12 +128,6 @@ class RowtimeDeduplicate(Operator):
         emit = np.argsort(sequence, kind="stable")
         ranks = np.ones(len(rows), np.int64)
         return ranking_state.output(self.node, data, rows[emit], ranks, kinds[emit])
-
-    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        return self._store.snapshot()
-
-    def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
 
 
 def _dense(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -224,6 +224,45 @@ def test_rowtime_dedup_keep_last_changelog_is_per_record(size):
         ("+I", "a", 12, 4, 1), ("+I", "b", 5, 5, 1)]
 
 
+def test_rowtime_dedup_keep_first_drops_rows_at_or_behind_the_watermark():
+    # watermark 7 after a@10, b@5: a@6 < 7 is late, a@7 at the watermark is on time and
+    # replaces a@10, a@12 no, b@5 late; watermark 8: c@7 is late although c has no row
+    # yet, b@3 late, c@9 +I, c@8 (at the watermark) replaces c@9.
+    batches = [pa.table({"k": ks, "ts": pa.array(ts).cast(pa.timestamp("ms")), "v": vs})
+               .to_batches()[0] for ks, ts, vs in
+               [(["a", "b"], [10, 5], [1, 2]), (["a", "a", "a", "b"], [6, 7, 12, 5],
+                                                 [3, 4, 5, 6]),
+                (["c", "b", "c", "c"], [7, 3, 9, 8], [7, 8, 9, 10])]]
+    node = make_node(DEDUP, ["k"], [("ts", True)], 1, 1, time_attribute="rowtime")
+    out, _, context = run(node, [batches[0], 7, batches[1], 8, batches[2]])
+    assert _ts_rows(changes(node, [b for step in out for b in step])) == [
+        ("+I", "a", 10, 1), ("+I", "b", 5, 2), ("-U", "a", 10, 1), ("+U", "a", 7, 4),
+        ("+I", "c", 9, 9), ("-U", "c", 9, 9), ("+U", "c", 8, 10)]
+    assert context.metrics["late_records_dropped"] == 4
+
+
+def test_rowtime_dedup_keep_last_judges_late_rows_too():
+    # keep-last has no lateness: b@5 >= 5 replaces although the watermark is 7
+    node = make_node(DEDUP, ["k"], [("ts", False)], 1, 1, time_attribute="rowtime")
+    batches = DEDUP.to_batches(max_chunksize=2)
+    out, _, _ = run(node, [batches[0], 7, *batches[1:]])
+    assert _ts_rows([("+I", *r) for r in final(node, out)]) == [
+        ("+I", "a", 12, 4), ("+I", "b", 5, 5)]
+
+
+def test_rowtime_dedup_restores_its_watermark():
+    node = make_node(DEDUP, ["k"], [("ts", True)], 1, 1, time_attribute="rowtime")
+    batches = DEDUP.to_batches(max_chunksize=2)
+    _, operator, _ = run(node, [batches[0], 7], finish=False)
+    restored, context = open_operator(node)
+    restored.restore_state(operator.snapshot_state(3))
+    # a@7 a@12 | b@5 a@7 | b@3 after watermark 7: b@5 and b@3 are late; a@7 replaces a@10
+    out, _, _ = run(node, batches[1:], operator=restored)
+    assert _ts_rows(changes(node, [b for step in out for b in step])) == [
+        ("-U", "a", 10, 1), ("+U", "a", 7, 3)]
+    assert context.metrics["late_records_dropped"] == 2
+
+
 def test_rowtime_dedup_survives_snapshot_and_restore():
     node = make_node(DEDUP, ["k"], [("ts", True)], 1, 1, time_attribute="rowtime")
     batches = DEDUP.to_batches(max_chunksize=2)
