@@ -36,7 +36,21 @@ def convert(text: str, source: pa.DataType, target: pa.DataType) -> str:
         return text
     if T.is_integer(target) and T.is_string(source):
         text = cast(f"F.trim({text})", pa.decimal128(T.MAX_DECIMAL_PRECISION, 12))
+    if T.is_string(target) and pa.types.is_timestamp(source) and source.tz is None:
+        return _timestamp_text(text, source.unit)
     return cast(text, target)
+
+
+#: Spark's pattern for the fraction digits of a TIMESTAMP of each Arrow unit
+_FRACTIONS = {"s": "", "ms": ".SSS", "us": ".SSSSSS", "ns": ".SSSSSS"}
+
+
+def _timestamp_text(text: str, unit: str) -> str:
+    """A TIMESTAMP as text with exactly its precision's fraction digits, as the local
+    engine (and Flink) print it; Spark's own cast drops trailing zeros. Spark keeps
+    microseconds, so nanosecond values print their last three digits as zeros."""
+    formatted = f"F.date_format({text}, {'yyyy-MM-dd HH:mm:ss' + _FRACTIONS[unit]!r})"
+    return f"F.concat({formatted}, F.lit('000'))" if unit == "ns" else formatted
 
 
 def python_value(value: Any) -> str:
