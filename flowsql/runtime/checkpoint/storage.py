@@ -10,7 +10,7 @@ Contract:
 
 * a state table is one Arrow IPC file (zstd-compressed buffers); its schema metadata (the
   state description of ``flowsql.runtime.state.metadata``) travels with it, so a table
-  reads back equal to what was written, metadata included. Never pickle;
+  reads back equal to what was written, metadata included. Never serialized Python objects;
 * ``commit`` writes ``_metadata`` last and atomically: on a file system with an atomic
   rename (local, HDFS) to a temporary name in the same directory, then moved into place; on
   an object store (S3, GCS, Azure) with one upload, which becomes visible whole or not at
