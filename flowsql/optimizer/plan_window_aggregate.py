@@ -36,16 +36,13 @@ from flowsql.planner.expressions import (
 )
 from flowsql.planner.logical import Aggregate, Filter, LogicalPlan, Project, WindowTableFunction
 from flowsql.planner.physical import (
+    STREAMING_AGGREGATE_FUNCTIONS,
+    VARIANCE_FUNCTIONS,
     WINDOW_END,
     WINDOW_START,
     PhysicalPlan,
     WindowAggregateExec,
 )
-
-SUPPORTED_AGGREGATES = ("count", "count_star", "sum", "min", "max", "avg",
-                        "var_pop", "var_samp", "stddev_pop", "stddev_samp")
-#: aggregates the window operator computes only without DISTINCT
-_NOT_DISTINCT = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
 
 
 def runtime_mode(settings: dict[str, str]) -> str:
@@ -111,7 +108,8 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in SUPPORTED_AGGREGATES or (a.distinct and a.name in _NOT_DISTINCT)
+    if any(a.name not in STREAMING_AGGREGATE_FUNCTIONS
+           or (a.distinct and a.name in VARIANCE_FUNCTIONS)
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None
     if any(column_ids(p) & window_ids for p in predicates):

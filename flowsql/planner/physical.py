@@ -272,6 +272,15 @@ WINDOW_START = "window_start"
 WINDOW_END = "window_end"
 
 
+#: aggregates computed from count, sum and sum of squares (retractable and mergeable), so
+#: the streaming aggregates compute them without DISTINCT
+VARIANCE_FUNCTIONS = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
+#: the aggregate functions a streaming aggregate (changelog GROUP BY, window aggregate)
+#: computes; the optimizer plans by this list and the runtime checks it
+STREAMING_AGGREGATE_FUNCTIONS = ("count", "count_star", "sum", "min", "max", "avg",
+                                 *VARIANCE_FUNCTIONS)
+
+
 @dataclass(frozen=True, eq=False)
 class WindowAggregateExec(_Unary):
     """GROUP BY window_start, window_end, keys over a window TVF, by event time (Flink's

@@ -53,6 +53,8 @@ from flowsql.planner.expressions import (
     column_ids,
 )
 from flowsql.planner.physical import (
+    STREAMING_AGGREGATE_FUNCTIONS,
+    VARIANCE_FUNCTIONS,
     ExchangeExec,
     FilterExec,
     HashAggregateExec,
@@ -87,8 +89,9 @@ from flowsql.planner.physical_streaming import (
 from flowsql.planner.schema import Field
 
 #: aggregates the changelog group aggregate computes
-_OVER_AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
-GROUP_AGGREGATES = (*_OVER_AGGREGATES, "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+GROUP_AGGREGATES = STREAMING_AGGREGATE_FUNCTIONS
+#: aggregates the OVER aggregate computes
+_OVER_AGGREGATES = tuple(f for f in GROUP_AGGREGATES if f not in VARIANCE_FUNCTIONS)
 
 
 @dataclass(frozen=True)

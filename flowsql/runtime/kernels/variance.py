@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-VARIANCE_AGGREGATES = ("var_pop", "var_samp", "stddev_pop", "stddev_samp")
+from flowsql.planner.physical import VARIANCE_FUNCTIONS
+
+VARIANCE_AGGREGATES = VARIANCE_FUNCTIONS
 
 __all__ = ["VARIANCE_AGGREGATES", "variance"]
 

@@ -58,6 +58,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.config.settings import SettingValues
+from flowsql.planner.physical import STREAMING_AGGREGATE_FUNCTIONS
 from flowsql.planner.physical_streaming import GroupAggregateExec
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.runtime.changelog import (
@@ -92,7 +93,7 @@ from flowsql.runtime.state.store import StateStore
 
 MINI_BATCH = "table.exec.mini-batch.enabled"
 _HASH, _COUNT = "__hash", "__count"
-_SUPPORTED = ("count_star", "count", "sum", "avg", "min", "max", *VARIANCE_AGGREGATES)
+_SUPPORTED = STREAMING_AGGREGATE_FUNCTIONS
 
 
 @dataclass(frozen=True)

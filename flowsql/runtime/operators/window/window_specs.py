@@ -15,13 +15,12 @@ import pyarrow as pa
 
 from flowsql.errors import PlanError
 from flowsql.planner.logical import WindowShape
-from flowsql.planner.physical import WindowAggregateExec
+from flowsql.planner.physical import STREAMING_AGGREGATE_FUNCTIONS, WindowAggregateExec
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
 #: the aggregates a window aggregate computes (``window.accumulators``)
-AGGREGATE_FUNCTIONS = ("count", "count_star", "sum", "min", "max", "avg",
-                       "var_pop", "var_samp", "stddev_pop", "stddev_samp")
+AGGREGATE_FUNCTIONS = STREAMING_AGGREGATE_FUNCTIONS
 
 
 @dataclass(frozen=True)
