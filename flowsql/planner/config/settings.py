@@ -26,6 +26,7 @@ from flowsql.planner.config.values import (
     INTEGER,
     MEMORY_SIZE,
     NAMES,
+    NUMBER,
     STRING,
     TIME_ZONE,
     Option,
@@ -90,6 +91,68 @@ SETTINGS: tuple[Option, ...] = (
            "STRING or DATE, DATE_FORMAT, FROM_UNIXTIME, UNIX_TIMESTAMP) and in which "
            "CURRENT_DATE and LOCALTIMESTAMP read the clock: an IANA zone such as "
            "'Asia/Shanghai' or a fixed offset such as '+08:00' or 'GMT+08:00'."),
+    Option("execution.checkpointing.interval", DURATION, None,
+           "Time between the starts of two checkpoints of a streaming job (unset: no "
+           "checkpoints).", minimum=1),
+    Option("execution.checkpointing.mode", STRING, "exactly_once",
+           "EXACTLY_ONCE aligns the barriers of a task's inputs (a snapshot holds exactly "
+           "the records before the barrier); AT_LEAST_ONCE does not wait, so a recovery may "
+           "replay some records twice.",
+           aliases=("execution.checkpointing.consistency-mode",),
+           allowed=("exactly_once", "at_least_once")),
+    Option("execution.checkpointing.timeout", DURATION, "10 min",
+           "A checkpoint not acknowledged by every task within this time is aborted.",
+           minimum=1),
+    Option("execution.checkpointing.min-pause", DURATION, "0",
+           "Least time between the end of one checkpoint and the start of the next.",
+           minimum=0),
+    Option("execution.checkpointing.max-concurrent-checkpoints", INTEGER, "1",
+           "Most checkpoints in progress at once.", minimum=1),
+    Option("execution.checkpointing.tolerable-failed-checkpoints", INTEGER, "0",
+           "Consecutive failed checkpoints tolerated before the job fails over.", minimum=0),
+    Option("execution.checkpointing.num-retained", INTEGER, "1",
+           "Completed checkpoints kept; older ones are deleted.",
+           aliases=("state.checkpoints.num-retained",), minimum=1),
+    Option("execution.checkpointing.dir", STRING, None,
+           "Where checkpoints are written: a local path, file:// or s3:// URI (unset with "
+           "checkpointing on: a directory under the system's temporary directory).",
+           aliases=("state.checkpoints.dir", "execution.checkpointing.checkpoints-dir")),
+    Option("execution.checkpointing.incremental", BOOLEAN, "false",
+           "With the rocksdb state backend, a checkpoint uploads only the SST files the "
+           "previous ones did not and references those.",
+           aliases=("state.backend.incremental",)),
+    Option("state.backend.type", STRING, "hashmap",
+           "Where operator state lives: in memory as Arrow tables (hashmap) or in RocksDB on "
+           "local disk (rocksdb).", aliases=("state.backend",),
+           allowed=("hashmap", "rocksdb")),
+    Option("state.backend.rocksdb.localdir", STRING, None,
+           "Local directory for the RocksDB instances of the rocksdb state backend (unset: "
+           "the system's temporary directory)."),
+    Option("execution.savepoint.path", STRING, None,
+           "A completed checkpoint or savepoint directory (.../chk-N) the next streaming "
+           "INSERT restores its state and source positions from."),
+    Option("restart-strategy.type", STRING, None,
+           "What a failed streaming job does: none, fixed-delay or exponential-delay (unset: "
+           "none without checkpointing, fixed-delay with it).",
+           aliases=("restart-strategy",),
+           allowed=("none", "off", "disable", "fixed-delay", "fixeddelay",
+                    "exponential-delay", "exponentialdelay")),
+    Option("restart-strategy.fixed-delay.attempts", INTEGER, None,
+           "Restarts the fixed-delay strategy allows (default 1; unlimited when the strategy "
+           "is chosen by default because checkpointing is on).", minimum=0),
+    Option("restart-strategy.fixed-delay.delay", DURATION, "1 s",
+           "Wait before each restart of the fixed-delay strategy.", minimum=0),
+    Option("restart-strategy.exponential-delay.initial-backoff", DURATION, "1 s",
+           "First wait of the exponential-delay strategy.", minimum=0),
+    Option("restart-strategy.exponential-delay.max-backoff", DURATION, "5 min",
+           "Longest wait of the exponential-delay strategy.", minimum=0),
+    Option("restart-strategy.exponential-delay.backoff-multiplier", NUMBER, "2.0",
+           "Factor between two consecutive waits of the exponential-delay strategy."),
+    Option("restart-strategy.exponential-delay.reset-backoff-threshold", DURATION, "1 h",
+           "Running this long without failure starts the exponential backoff over.",
+           minimum=0),
+    Option("restart-strategy.exponential-delay.jitter-factor", NUMBER, "0.1",
+           "Fraction of each wait added or removed at random."),
     Option("spark.master", STRING, "local[*]",
            "The Spark master URL of the spark engine (a cluster URL sends queries there)."),
     Option("spark.broadcast-rows", INTEGER, "1000000",
@@ -173,6 +236,9 @@ class SettingValues:
 
     def string(self, key: str) -> str:
         return self._typed(key, STRING)  # type: ignore[no-any-return]
+
+    def number(self, key: str) -> float:
+        return self._typed(key, NUMBER)  # type: ignore[no-any-return]
 
     def duration_ms(self, key: str) -> int:
         return self._typed(key, DURATION)  # type: ignore[no-any-return]
