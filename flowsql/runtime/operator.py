@@ -61,6 +61,12 @@ class OperatorContext:
     subtask_index: int = 0
     parallelism: int = 1
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: the job this operator belongs to; the same across restarts of the job (a sink
+    #: names its files after it, so a recovery can tell its own leftovers)
+    job_id: str = "local"
+    #: 0 on the first run, +1 per restart from a checkpoint (a restored run's files never
+    #: collide with the failed run's)
+    attempt: int = 0
 
 
 class Operator:
