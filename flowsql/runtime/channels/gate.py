@@ -44,6 +44,11 @@ class InputGate:
     def is_finished(self, index: int) -> bool:
         return self._finished[index]
 
+    def has_readable(self) -> bool:
+        """Whether some channel is neither blocked nor finished."""
+        with self._cond:
+            return not all(b or f for b, f in zip(self._blocked, self._finished))
+
     def block(self, index: int) -> None:
         with self._cond:
             self._blocked[index] = True

@@ -102,6 +102,9 @@ class BarrierAligner:
     def is_blocked(self, channel: int) -> bool:
         return channel in self._blocked
 
+    def is_finished(self, channel: int) -> bool:
+        return channel in self._finished
+
     @property
     def readable_channels(self) -> tuple[int, ...]:
         """Channels the task may read now: neither blocked nor ended."""

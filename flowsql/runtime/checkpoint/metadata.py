@@ -59,6 +59,25 @@ class SubtaskState:
     def size_bytes(self) -> int:
         return sum(f.size_bytes for f in self.files)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this state (in ``_metadata`` and in acknowledgements)."""
+        return {"subtask": self.subtask,
+                "files": [{"state": f.state, "path": f.path, "size_bytes": f.size_bytes,
+                           "rows": f.rows} for f in self.files],
+                "shared_files": list(self.shared_files),
+                "source_position": (None if self.source_position is None
+                                    else dict(self.source_position))}
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any]) -> SubtaskState:
+        """Inverse of ``to_dict``; a malformed object raises KeyError/TypeError/ValueError."""
+        return cls(subtask=int(document["subtask"]),
+                   files=tuple(StateFileHandle(str(f["state"]), str(f["path"]),
+                                               int(f["size_bytes"]), int(f["rows"]))
+                               for f in document["files"]),
+                   shared_files=tuple(str(n) for n in document["shared_files"]),
+                   source_position=document["source_position"])
+
 
 @dataclass(frozen=True)
 class OperatorState:
@@ -115,14 +134,7 @@ class CheckpointMetadata:
             "operators": [{
                 "operator_id": op.operator_id, "parallelism": op.parallelism,
                 "max_parallelism": op.max_parallelism,
-                "subtasks": [{
-                    "subtask": s.subtask,
-                    "files": [{"state": f.state, "path": f.path, "size_bytes": f.size_bytes,
-                               "rows": f.rows} for f in s.files],
-                    "shared_files": list(s.shared_files),
-                    "source_position": (None if s.source_position is None
-                                        else dict(s.source_position)),
-                } for s in op.subtasks],
+                "subtasks": [s.to_dict() for s in op.subtasks],
             } for op in self.operators],
         }
         return json.dumps(document, indent=1, sort_keys=True).encode()
@@ -144,14 +156,7 @@ class CheckpointMetadata:
                 operators=tuple(OperatorState(
                     operator_id=str(op["operator_id"]), parallelism=int(op["parallelism"]),
                     max_parallelism=int(op["max_parallelism"]),
-                    subtasks=tuple(SubtaskState(
-                        subtask=int(s["subtask"]),
-                        files=tuple(StateFileHandle(str(f["state"]), str(f["path"]),
-                                                    int(f["size_bytes"]), int(f["rows"]))
-                                    for f in s["files"]),
-                        shared_files=tuple(str(n) for n in s["shared_files"]),
-                        source_position=s["source_position"],
-                    ) for s in op["subtasks"]),
+                    subtasks=tuple(SubtaskState.from_dict(s) for s in op["subtasks"]),
                 ) for op in document["operators"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flowsql.errors import ExecutionError
@@ -54,6 +54,11 @@ class Job:
         self._cluster = cluster
         self._done = threading.Event()
         self._terminated = threading.Event()
+        #: receives ``(task id, message)`` for every message a task sends
+        #: (``TaskContext.send``), on the cluster's reader thread of that worker
+        self.on_message: Callable[[str, dict[str, Any]], None] | None = None
+        #: called with the task id whenever a task finishes successfully
+        self.on_task_finished: Callable[[str], None] | None = None
 
     def result(self, timeout: float | None = None) -> dict[str, dict[str, Any]]:
         """Every task's result by task id; raises the job's ExecutionError if it failed,
@@ -67,6 +72,13 @@ class Job:
 
     def cancel(self) -> None:
         self._cluster._fail_job(self, ExecutionError(f"job {self.id} was cancelled"))
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Deliver ``message`` to every task of the job (``TaskContext.commands``); the
+        tasks of one worker get the messages in the order they were sent."""
+        for index in sorted(set(self.placement.values())):
+            self._cluster.workers[index].send({"type": "job_message", "job": self.id,
+                                               "message": message})
 
     def wait_terminated(self, timeout: float) -> bool:
         """True once every task has reported (finished, failed or cancelled) or its worker is
@@ -190,25 +202,48 @@ class MiniCluster:
     # -- start-up ---------------------------------------------------------------------------
 
     def _start_workers(self, count: int, timeout: float) -> None:
+        self.workers = [_WorkerHandle(index, self._spawn(index, count))
+                        for index in range(count)]
+        self._await_hello(set(range(count)), timeout)
+
+    def replace_lost_workers(self, timeout: float = 60.0) -> list[int]:
+        """Start a new process for every lost worker, at the same index (a restarted job's
+        placement stays valid); returns the indexes replaced."""
+        with self._lock:
+            if self._closed:
+                raise ExecutionError("the cluster is closed")
+            lost = [w.index for w in self.workers if w.lost is not None]
+            for index in lost:
+                old = self.workers[index]
+                if old.sock is not None:
+                    old.sock.close()
+                self.workers[index] = _WorkerHandle(index, self._spawn(index,
+                                                                        len(self.workers)))
+        if lost:
+            self._await_hello(set(lost), timeout)
+        return lost
+
+    def _spawn(self, index: int, count: int) -> subprocess.Popen[bytes]:
         host, port = self._listener.getsockname()[:2]
         # The workers share this machine's cores instead of each assuming all of them.
         env = {**os.environ,
                "FLOWSQL_WORKER_THREADS": str(max(1, (os.cpu_count() or 1) // count))}
-        for index in range(count):
-            process = subprocess.Popen(
-                [sys.executable, "-m", "flowsql.runtime.cluster.worker",
-                 "--coordinator", f"{host}:{port}", "--worker-id", str(index),
-                 "--heartbeat", str(self.heartbeat_interval)],
-                stdin=subprocess.DEVNULL, env=env)
-            self.workers.append(_WorkerHandle(index, process))
+        return subprocess.Popen(
+            [sys.executable, "-m", "flowsql.runtime.cluster.worker",
+             "--coordinator", f"{host}:{port}", "--worker-id", str(index),
+             "--heartbeat", str(self.heartbeat_interval)],
+            stdin=subprocess.DEVNULL, env=env)
+
+    def _await_hello(self, indexes: set[int], timeout: float) -> None:
+        """Accept the control connections of the workers at ``indexes``."""
         deadline = time.monotonic() + timeout
-        waiting = count
+        waiting = set(indexes)
         while waiting:
             self._listener.settimeout(0.5)
             try:
                 sock, _ = self._listener.accept()
             except TimeoutError:
-                for worker in self.workers:
+                for worker in (self.workers[i] for i in waiting):
                     if worker.process.poll() is not None:
                         raise ExecutionError(f"{worker.describe()} exited during start-up "
                                              f"with code {worker.process.returncode}") from None
@@ -221,13 +256,17 @@ class MiniCluster:
             if hello is None or hello.get("type") != "hello":
                 sock.close()
                 continue
-            worker = self.workers[int(hello["worker"])]
+            index = int(hello["worker"])
+            if index not in waiting:
+                sock.close()
+                continue
+            worker = self.workers[index]
             worker.sock, worker.writer = sock, MessageWriter(sock)
             worker.data_address = (hello["data_host"], int(hello["data_port"]))
             worker.last_seen = time.monotonic()
             threading.Thread(target=self._read_worker, args=(worker, stream),
                              name=f"control {worker.index}", daemon=True).start()
-            waiting -= 1
+            waiting.discard(index)
 
     # -- reports and failure detection ------------------------------------------------------
 
@@ -248,8 +287,14 @@ class MiniCluster:
         if kind == "task_progress":
             job.progress[task] = message["progress"]
             return
+        if kind == "task_message":
+            if job.on_message is not None:
+                job.on_message(task, message["message"])
+            return
         if kind == "task_finished":
             job.results[task] = message["result"]
+            if job.on_task_finished is not None:
+                job.on_task_finished(task)
         elif kind == "task_failed":
             error = ExecutionError(f"task {task} of {job.id} failed on {worker.describe()}: "
                                    f"{message['error']}")

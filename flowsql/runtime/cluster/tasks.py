@@ -16,6 +16,7 @@ without this module knowing them. Workers import a kind's module on first use.
 from __future__ import annotations
 
 import importlib
+import queue
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,11 @@ class TaskContext:
     #: sends a progress report (JSON-able) to the coordinator while the task runs; the
     #: job keeps the latest one per task (``Job.progress``)
     report: Callable[[dict[str, Any]], None] = field(default=lambda _: None)
+    #: messages the coordinator sent to the job's tasks (checkpoint triggers, completion
+    #: notices, stop), in the order sent; a task that does not checkpoint ignores them
+    commands: queue.SimpleQueue[dict[str, Any]] = field(default_factory=queue.SimpleQueue)
+    #: sends a message (JSON-able) to the job's listener in the coordinator
+    send: Callable[[dict[str, Any]], None] = field(default=lambda _: None)
 
     @property
     def task_id(self) -> str:

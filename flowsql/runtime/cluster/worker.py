@@ -2,7 +2,8 @@
 
 Started by the coordinator as ``python -m flowsql.runtime.cluster.worker --coordinator
 HOST:PORT --worker-id N``. It connects back, announces its data port (one ChannelServer
-for all its tasks' inputs), sends heartbeats, and obeys deploy / cancel / shutdown.
+for all its tasks' inputs), sends heartbeats, and obeys deploy / cancel / shutdown; a
+``job_message`` (checkpoint triggers and notices) goes to every task of that job here.
 
 A worker must never outlive its coordinator: it exits at once when the control connection
 closes (the coordinator's kernel closes it even on SIGKILL) and, as a second line, when its
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import signal
 import socket
 import threading
@@ -41,6 +43,7 @@ class _RunningTask:
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
+        self.commands: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self.inputs: list[RemoteInputChannel] = []
         self.outputs: list[BufferedWriter] = []
         self.lock = threading.Lock()
@@ -77,6 +80,8 @@ class Worker:
                 self._deploy(message["task"])
             elif kind == "cancel":
                 self._cancel(message["job"])
+            elif kind == "job_message":
+                self._deliver(message["job"], message["message"])
             elif kind == "shutdown":
                 break
         for job in list(self.jobs):
@@ -90,6 +95,13 @@ class Worker:
         threading.Thread(target=self._run, args=(descriptor, running),
                          name=f"task {descriptor['name']}[{descriptor['subtask']}]",
                          daemon=True).start()
+
+    def _deliver(self, job: str, message: dict[str, Any]) -> None:
+        """A coordinator message for every task of ``job`` on this worker, in order."""
+        with self.lock:
+            tasks = list(self.jobs.get(job, []))
+        for running in tasks:
+            running.commands.put(message)
 
     def _cancel(self, job: str) -> None:
         with self.lock:
@@ -123,7 +135,11 @@ class Worker:
                                   cancelled=running.cancelled,
                                   report=lambda progress: self._send(
                                       {"type": "task_progress", **header,
-                                       "progress": progress}))
+                                       "progress": progress}),
+                                  commands=running.commands,
+                                  send=lambda message: self._send(
+                                      {"type": "task_message", **header,
+                                       "message": message}))
             result = dict(function(context) or {})
             if running.cancelled.is_set():
                 raise ChannelError("the job was cancelled")

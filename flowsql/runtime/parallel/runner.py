@@ -85,10 +85,10 @@ class ParallelRunner:
         if self._cluster is not None and len(self._cluster.workers) != parallelism:
             self._cluster.close()
             self._cluster = None
-        if self._cluster is None or any(w.lost for w in self._cluster.workers):
-            if self._cluster is not None:
-                self._cluster.close()
+        if self._cluster is None:
             self._cluster = MiniCluster(parallelism)
+        elif any(w.lost for w in self._cluster.workers):
+            self._cluster.replace_lost_workers()  # jobs on the other workers keep running
         if self._server is None:
             self._server = ChannelServer()
         return self._cluster, self._server

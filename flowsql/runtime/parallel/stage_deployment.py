@@ -32,7 +32,7 @@ def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
     each (``<channel>-<subtask>``), which spares every result row a hop."""
     workers = len(cluster.workers)
     max_parallelism = SettingValues(settings).integer("max_parallelism")
-    skipped = _forwarding_root(graph)
+    skipped = forwarding_root(graph)
     tasks: list[TaskSpec] = []
     channels: list[str] = []
     for stage in graph.stages:
@@ -64,7 +64,7 @@ def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
     return tasks, edges, channels
 
 
-def _forwarding_root(graph: JobGraph) -> int | None:
+def forwarding_root(graph: JobGraph) -> int | None:
     """The gather edge into a root stage that does nothing but forward it, if any."""
     plan = graph.root.plan
     if isinstance(plan, StageInput) and graph.edges[plan.edge].kind == "gather":

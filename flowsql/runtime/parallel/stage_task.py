@@ -35,7 +35,7 @@ from flowsql.runtime.channels import (
 )
 from flowsql.runtime.cluster.tasks import TaskContext
 from flowsql.runtime.connectors.implementations import split_scan_operator
-from flowsql.runtime.events import SenderIdle, Watermark
+from flowsql.runtime.events import CheckpointBarrier, SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
@@ -99,6 +99,13 @@ class StageOutput:
         if self.partitioner is not None:
             for writer in self.partitioner.writers:
                 writer.emit(Watermark(timestamp))
+
+    def barrier(self, barrier: CheckpointBarrier) -> None:
+        """Checkpoint barrier: every receiver gets it after the batches written before it.
+        The coordinator's result channel does not take part in checkpoints."""
+        if self.partitioner is not None:
+            for writer in self.partitioner.writers:
+                writer.emit(barrier)
 
     def idle(self) -> None:
         """This subtask has no input for now: receivers stop waiting for its watermark."""

@@ -15,21 +15,34 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.channels import ChannelServer
-from flowsql.runtime.cluster import Job, MiniCluster
+from flowsql.runtime.checkpoint.coordinator import CheckpointCoordinator
+from flowsql.runtime.checkpoint.coordinator_state import JobVertex
+from flowsql.runtime.checkpoint.metadata import SubtaskState
+from flowsql.runtime.checkpoint.operator_ids import operator_ids
+from flowsql.runtime.checkpoint.recovery import FINAL_CHECKPOINT_TIMEOUT_S, RecoveringRun
+from flowsql.runtime.checkpoint.task_state import RestoreSource
+from flowsql.runtime.cluster import Job, MiniCluster, TaskSpec
 from flowsql.runtime.jobgraph import build_job_graph
 from flowsql.runtime.parallel.result_channels import (
     receive_results,
     register_results,
     unregister_results,
 )
-from flowsql.runtime.parallel.stage_deployment import STREAMING_TASK_KIND, deployment
+from flowsql.runtime.parallel.stage_deployment import (
+    STREAMING_TASK_KIND,
+    deployment,
+    forwarding_root,
+)
+from flowsql.runtime.parallel.streaming_stage import operator_id_prefix
 
 _SUBTASK = re.compile(r" in subtask \d+ of (\d+) of (stage-\d+)$")
 
@@ -40,42 +53,101 @@ class ClusterReservation(Protocol):
     def reserve(self, parallelism: int) -> tuple[MiniCluster, ChannelServer, str]: ...
 
 
-class ParallelStreamingRun:
+class ParallelStreamingRun(RecoveringRun):
     """One run of a streaming plan on ``runner``'s cluster (see the module docstring)."""
 
     def __init__(self, runner: ClusterReservation, plan: PhysicalPlan, settings: dict[str, str],
                  parallelism: int) -> None:
+        super().__init__(settings)
         self.plan = plan
         self._runner = runner
-        self._settings = settings
         self._parallelism = parallelism
         self._graph = build_job_graph(plan, parallelism)
         if self._graph.root.parallelism != 1:
             raise ExecutionError("the root of a parallel plan must run on one subtask "
                                  "(a gather exchange is missing)")
-        self._cancelled = threading.Event()
         self._job: Job | None = None
+        self._cluster: MiniCluster | None = None
+        self._attempt_cancelled = threading.Event()
 
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled.is_set()
-
-    def cancel(self) -> None:
-        """Stop at the next poll (from any thread); ``batches`` then ends."""
-        self._cancelled.set()
-
-    def batches(self) -> Iterator[pa.RecordBatch]:
+    def _attempt(self, restore: RestoreSource | None, attempt: int
+                 ) -> Iterator[pa.RecordBatch]:
         cluster, server, name = self._runner.reserve(self._parallelism)
+        self._cluster = cluster
         host, port = server.address
-        tasks, edges, names = deployment(self._graph, self._settings, cluster,
+        tasks, edges, names = deployment(self._graph, self.settings, cluster,
                                          {"channel": name, "host": host, "port": port},
                                          STREAMING_TASK_KIND)
-        channels = register_results(server, names, self._settings)
+        if self.checkpointing is not None or restore is not None:
+            checkpoint = {"job_id": self.job_id, "attempt": attempt,
+                          "restore": None if restore is None else restore.to_dict()}
+            tasks = [replace(t, config={**t.config, "checkpoint": checkpoint}) for t in tasks]
+        channels = register_results(server, names, self.settings)
+        self._attempt_cancelled = threading.Event()
+        if self._cancelled.is_set():
+            self._attempt_cancelled.set()
         try:
-            self._job = cluster.submit(tasks, edges, self._settings)
-            yield from receive_results(self._job, channels, self._cancelled)
+            job = cluster.submit(tasks, edges, self.settings)
+            self._job = job
+            coordinator = self._new_coordinator(
+                self._vertices(), trigger=lambda n, ts: self._trigger(job, tasks, n, ts),
+                complete=lambda n: job.send({"type": "complete", "checkpoint": n}),
+                fail_job=lambda reason: self._fail(job, reason))
+            if coordinator is not None:
+                job.on_message = lambda task, message: self._on_task_message(
+                    coordinator, message)
+                job.on_task_finished = lambda task: coordinator.task_finished()
+                coordinator.start()
+            yield from receive_results(job, channels, self._attempt_cancelled)
         finally:
+            self._end_coordinator("the attempt ended")
             unregister_results(server, channels)
+            job = self._job
+            if job is not None and not job.wait_terminated(30.0):
+                raise ExecutionError(f"the tasks of job {job.id} did not stop within 30 s")
+
+    def _vertices(self) -> list[JobVertex]:
+        max_parallelism = SettingValues(self.settings).integer("max_parallelism")
+        return [JobVertex(operator_id, stage.parallelism, max_parallelism)
+                for stage in self._graph.stages
+                for operator_id in operator_ids(stage.plan, operator_id_prefix(stage.name))
+                if not self._skipped(stage)]
+
+    def _skipped(self, stage: Any) -> bool:
+        """The root stage is not deployed when it would only forward a gather."""
+        return stage.id == self._graph.root.id and forwarding_root(self._graph) is not None
+
+    def _trigger(self, job: Job, tasks: list[TaskSpec], checkpoint_id: int,
+                 timestamp_ms: int) -> None:
+        job.send({"type": "trigger", "checkpoint": checkpoint_id, "timestamp": timestamp_ms})
+
+    def _on_task_message(self, coordinator: CheckpointCoordinator,
+                         message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "checkpoint_ack":
+            states = {op: SubtaskState.from_dict(state)
+                      for op, state in message["states"].items()}
+            coordinator.acknowledge(int(message["checkpoint"]), states,
+                                    int(message.get("alignment_ms", 0)))
+        elif kind == "checkpoint_decline":
+            coordinator.decline(int(message["checkpoint"]), str(message["reason"]))
+
+    def _fail(self, job: Job, reason: str) -> None:
+        job._cluster._fail_job(job, ExecutionError(reason))
+
+    def _cancel_attempt(self) -> None:
+        self._attempt_cancelled.set()
+
+    def _stop_attempt(self) -> None:
+        job = self._job
+        if job is None:
+            return
+        job.send({"type": "stop"})
+        job.wait_terminated(FINAL_CHECKPOINT_TIMEOUT_S)
+
+    def _prepare_restart(self) -> None:
+        if self._cluster is not None:
+            self._cluster.replace_lost_workers()
 
     def metrics(self) -> list[dict[str, Any]]:
         """Per operator, over all its subtasks (see the module docstring)."""

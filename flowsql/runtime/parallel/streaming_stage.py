@@ -31,9 +31,17 @@ from typing import Any
 import pyarrow as pa
 
 from flowsql.planner.physical import PhysicalPlan, TableScanExec
+from flowsql.runtime.checkpoint.config import CheckpointSettings
+from flowsql.runtime.checkpoint.operator_ids import operator_ids
+from flowsql.runtime.checkpoint.task_checkpointer import (
+    Acknowledgement,
+    Decline,
+    TaskCheckpointer,
+)
+from flowsql.runtime.checkpoint.task_state import RestoreSource, TaskState, restore_states
 from flowsql.runtime.cluster.tasks import TaskContext
 from flowsql.runtime.connectors.implementations import split_scan_operator
-from flowsql.runtime.events import Watermark
+from flowsql.runtime.events import CheckpointBarrier, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.parallel.plan_codec import loads
@@ -56,7 +64,7 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
 
     def operator(node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
-            return EdgeInput(reader, node.edge, len(channels[node.edge]))
+            return EdgeInput(reader, node.edge, channels[node.edge])
         if isinstance(node, TableScanExec):
             split = split_scan_operator(node)
             if split is not None:
@@ -65,10 +73,17 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
 
     output = StageOutput(context, plan)
     idleness = _Idleness(output, idle_timeout_ms(dict(context.settings)))
+    checkpoints = TaskCheckpoints.of(context, plan, reader,
+                                     sum(len(c) for c in channels.values()))
     run = StreamingRun(plan, dict(context.settings), operators=operator,
                        subtask_index=context.subtask, parallelism=parallelism,
                        where=f" in subtask {context.subtask} of {parallelism} of {context.name}",
-                       cancelled=context.cancelled, on_idle=lambda: idleness.check(run))
+                       cancelled=context.cancelled, on_idle=lambda: idleness.check(run),
+                       id_prefix=operator_id_prefix(context.name),
+                       job_id=checkpoints.job_id if checkpoints else "local",
+                       attempt=checkpoints.attempt if checkpoints else 0,
+                       checkpointing=checkpoints.checkpointer if checkpoints else None,
+                       restore=checkpoints.restored(plan, context) if checkpoints else None)
     done = threading.Event()
     threading.Thread(target=_report_progress, args=(context, run, done), daemon=True,
                      name=f"progress {context.task_id}").start()
@@ -79,6 +94,8 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
                 output.write(element)
             elif isinstance(element, Watermark):
                 output.watermark(element.timestamp)
+            elif isinstance(element, CheckpointBarrier):
+                output.barrier(element)
         if not context.cancelled.is_set():
             output.finish()
     except BaseException:
@@ -86,7 +103,76 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
         raise
     finally:
         done.set()
+        if checkpoints is not None:
+            checkpoints.close()
     return {"metrics": run.metrics()}
+
+
+def operator_id_prefix(stage_name: str) -> str:
+    """Operator ids of a stage's operators start with the stage's name."""
+    return f"{stage_name}/"
+
+
+class TaskCheckpoints:
+    """The checkpointing of one streaming subtask, from the deployment's ``checkpoint``
+    config (``job_id``, ``attempt``, ``restore``); None when the job does not checkpoint."""
+
+    def __init__(self, context: TaskContext, settings: CheckpointSettings | None,
+                 config: Mapping[str, Any], reader: GateReader, gate_channels: int,
+                 own_sources: bool) -> None:
+        self.job_id = str(config["job_id"])
+        self.attempt = int(config["attempt"])
+        self.settings = settings
+        self.restore = (RestoreSource.from_dict(config["restore"])
+                        if config.get("restore") else None)
+        self.checkpointer: TaskCheckpointer | None = None
+        self.state: TaskState | None = None
+        if settings is not None:
+            self.state = TaskState(settings, self.job_id, context.subtask)
+            self.checkpointer = TaskCheckpointer(
+                settings.mode, gate_channels, own_sources, self.state.persist,
+                lambda message: _send_report(context, message), gate=reader,
+                commands=context.commands)
+            reader.on_barrier_read = self.checkpointer.gate_barrier_read
+
+    @classmethod
+    def of(cls, context: TaskContext, plan: PhysicalPlan, reader: GateReader,
+           gate_channels: int) -> TaskCheckpoints | None:
+        config = context.config.get("checkpoint")
+        if not config:
+            return None
+        return cls(context, CheckpointSettings.of(context.settings), config, reader,
+                   gate_channels, _has_own_sources(plan))
+
+    def restored(self, plan: PhysicalPlan, context: TaskContext
+                 ) -> dict[str, dict[str, pa.Table]] | None:
+        if self.restore is None:
+            return None
+        local_dir = self.settings.rocksdb_dir if self.settings else None
+        return restore_states(self.restore, operator_ids(plan, operator_id_prefix(
+            context.name)), context.subtask, int(context.config["parallelism"]), local_dir)
+
+    def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+        if self.state is not None:
+            self.state.close()
+
+
+def _has_own_sources(plan: PhysicalPlan) -> bool:
+    if not plan.inputs:
+        return not isinstance(plan, StageInput)
+    return any(_has_own_sources(child) for child in plan.inputs)
+
+
+def _send_report(context: TaskContext, message: Acknowledgement | Decline) -> None:
+    if isinstance(message, Acknowledgement):
+        context.send({"type": "checkpoint_ack", "checkpoint": message.checkpoint_id,
+                      "states": {op: state.to_dict() for op, state in message.states.items()},
+                      "alignment_ms": message.alignment_ms})
+    else:
+        context.send({"type": "checkpoint_decline", "checkpoint": message.checkpoint_id,
+                      "reason": message.reason})
 
 
 class _Idleness:

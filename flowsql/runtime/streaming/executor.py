@@ -30,6 +30,18 @@ batches, so the stage task can send both downstream.
 Per operator the runner counts records in and out and keeps the current watermark; with
 each operator's own metrics (late records dropped, parse errors ignored) they form the
 job's metrics.
+
+Checkpoints (:class:`RunCheckpointing`, given by the task that owns the run): every
+operator has an id (``operator_ids``: its position in the tree, after the task's prefix);
+``checkpointing.on_turn`` runs before every turn (triggers, completion notices), a
+barrier or channel end an exchange input returns (``ChannelEvent``) goes to
+``checkpointing.on_channel_event`` in order with the batches around it, local sources are not
+polled while ``checkpointing.sources_paused`` (an alignment waits for an exchange input),
+``on_sources_finished`` says when the last of the task's own sources ended (exchange
+inputs, ``exchange_input = True``, are not the task's own), ``snapshot`` takes every
+operator's state between two elements, and ``emit_barrier``
+queues the barrier behind the output produced before it. A restored run calls each
+operator's ``restore_state`` right after ``open``.
 """
 
 from __future__ import annotations
@@ -37,16 +49,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from flowsql.errors import FlowSQLError
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.runtime.events import MAX_WATERMARK, Watermark
+from flowsql.runtime.checkpoint.operator_ids import operator_ids
+from flowsql.runtime.events import MAX_WATERMARK, CheckpointBarrier, EndOfInput, Watermark
 from flowsql.runtime.executor import _guarded, _job
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.contract import PolledSource, Source
@@ -58,11 +71,35 @@ from flowsql.runtime.time.watermarks import MIN_WATERMARK
 IDLE_WAIT_S = 0.02
 
 
+class RunCheckpointing(Protocol):
+    """What a run asks of the checkpointing of the task it belongs to."""
+
+    @property
+    def sources_paused(self) -> bool: ...
+
+    def on_turn(self, run: StreamingRun) -> None: ...
+
+    def on_channel_event(self, run: StreamingRun, channel: int,
+                         event: CheckpointBarrier | EndOfInput) -> None: ...
+
+    def on_sources_finished(self, run: StreamingRun) -> None: ...
+
+
+@dataclass(frozen=True)
+class ChannelEvent:
+    """A barrier or the end of gate channel ``channel``, as an exchange input read it (in
+    order with the batches around it)."""
+
+    channel: int
+    event: CheckpointBarrier | EndOfInput
+
+
 @dataclass
 class _Vertex:
     """One operator of the running tree and where its output goes."""
 
     label: str
+    operator_id: str
     node: PhysicalPlan
     operator: Operator
     consumer: _Vertex | None
@@ -84,11 +121,17 @@ class StreamingRun:
                  operators: Callable[[PhysicalPlan], Operator] = create_operator,
                  subtask_index: int = 0, parallelism: int = 1, where: str = "",
                  cancelled: threading.Event | None = None,
-                 on_idle: Callable[[], None] | None = None) -> None:
+                 on_idle: Callable[[], None] | None = None,
+                 id_prefix: str = "stage-0/", job_id: str = "local", attempt: int = 0,
+                 checkpointing: RunCheckpointing | None = None,
+                 restore: Mapping[str, dict[str, pa.Table]] | None = None) -> None:
         """``operators`` builds each node's operator; ``subtask_index``/``parallelism``
         tell the operators which share of the job they are, ``where`` ends their labels
         (e.g. " in subtask 1 of 2 of stage-1"), ``cancelled`` may be shared with a task,
-        ``on_idle`` is called whenever a turn found no source with anything to give."""
+        ``on_idle`` is called whenever a turn found no source with anything to give.
+        ``id_prefix`` starts every operator id, ``job_id``/``attempt`` go to the operators'
+        contexts, ``checkpointing`` drives checkpoints (see the module docstring) and
+        ``restore`` maps operator ids to the state tables to restore."""
         self.plan = plan
         self._job = _job(settings)
         self._idle_timeout = idle_timeout_ms(settings)
@@ -98,21 +141,28 @@ class StreamingRun:
         self._where = where
         self._vertices: list[_Vertex] = []
         self._sources: list[_Vertex] = []
-        self._output: deque[pa.RecordBatch | Watermark] = deque()
+        self._output: deque[pa.RecordBatch | Watermark | CheckpointBarrier] = deque()
         self._root_watermark = MIN_WATERMARK
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._on_idle = on_idle
+        self._job_id = job_id
+        self._attempt = attempt
+        self._checkpointing = checkpointing
+        self._restore = restore
+        self._ids = operator_ids(plan, id_prefix)
         #: time.monotonic() when a source last produced records
         self.last_input = time.monotonic()
         self.root = self._build(plan, None, 0)
 
     # -- construction ---------------------------------------------------------------------
     def _build(self, node: PhysicalPlan, consumer: _Vertex | None, index: int) -> _Vertex:
-        label = f"{describe(node)} [operator {len(self._vertices) + 1}]{self._where}"
+        position = len(self._vertices)
+        label = f"{describe(node)} [operator {position + 1}]{self._where}"
         operator: Operator = _guarded(label, self._operators, node)
         n = len(node.inputs)
         merger = WatermarkMerger(n, self._idle_timeout) if n else None
-        vertex = _Vertex(label, node, operator, consumer, index, merger, set(range(n)))
+        vertex = _Vertex(label, self._ids[position], node, operator, consumer, index, merger,
+                         set(range(n)))
         self._vertices.append(vertex)
         if not n:
             self._sources.append(vertex)
@@ -124,27 +174,45 @@ class StreamingRun:
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The root's output as it is produced; ends when every source ended."""
         for element in self.elements():
-            if not isinstance(element, Watermark):
+            if isinstance(element, pa.RecordBatch):
                 yield element
 
-    def elements(self) -> Iterator[pa.RecordBatch | Watermark]:
+    def elements(self) -> Iterator[pa.RecordBatch | Watermark | CheckpointBarrier]:
         """The root's batches and, after the batches that precede them, the watermarks
-        that pass the root (each higher than the last)."""
+        that pass the root (each higher than the last) and the checkpoint barriers the
+        task emitted (``emit_barrier``)."""
         try:
             for vertex in reversed(self._vertices):  # consumers open after their inputs
                 context = OperatorContext(name=vertex.label, settings=self._job.settings,
                                           memory=self._job.memory, metrics=vertex.metrics,
                                           subtask_index=self._subtask_index,
-                                          parallelism=self._parallelism)
+                                          parallelism=self._parallelism,
+                                          job_id=self._job_id, attempt=self._attempt)
                 _guarded(vertex.label, vertex.operator.open, context)
+            if self._restore is not None:
+                for vertex in self._vertices:
+                    tables = self._restore.get(vertex.operator_id)
+                    if tables is not None:
+                        _guarded(vertex.label, vertex.operator.restore_state, tables)
             active = list(self._sources)
+            checkpointing = self._checkpointing
             while active and not self._cancelled.is_set():
+                if checkpointing is not None:
+                    checkpointing.on_turn(self)
+                    yield from self._drain()
                 progressed = False
                 for source in list(active):
+                    own = not getattr(source.operator, "exchange_input", False)
+                    if checkpointing is not None and own and checkpointing.sources_paused:
+                        continue  # the task's own sources wait while an alignment is pending
                     if self._poll(source, 0.0):
                         progressed = True
                     if source.closed:
                         active.remove(source)
+                        if checkpointing is not None and own and not any(
+                                not getattr(s.operator, "exchange_input", False)
+                                for s in active):
+                            checkpointing.on_sources_finished(self)
                     yield from self._drain()
                 if not progressed and active:
                     self._idle(active)
@@ -156,11 +224,31 @@ class StreamingRun:
         """Stop at the next turn (from another thread); ``batches`` then ends."""
         self._cancelled.set()
 
+    # -- checkpoints ----------------------------------------------------------------------
+    @property
+    def operator_ids(self) -> list[str]:
+        return [v.operator_id for v in self._vertices]
+
+    def snapshot(self, checkpoint_id: int) -> dict[str, dict[str, pa.Table]]:
+        """Every operator's state by operator id, taken between two elements."""
+        return {v.operator_id: _guarded(v.label, v.operator.snapshot_state, checkpoint_id)
+                for v in self._vertices}
+
+    def emit_barrier(self, barrier: CheckpointBarrier) -> None:
+        """Queue ``barrier`` behind everything the root produced so far."""
+        self._output.append(barrier)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for vertex in self._vertices:
+            if not vertex.closed:
+                _guarded(vertex.label, vertex.operator.notify_checkpoint_complete,
+                         checkpoint_id)
+
     @property
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def _drain(self) -> Iterator[pa.RecordBatch | Watermark]:
+    def _drain(self) -> Iterator[pa.RecordBatch | Watermark | CheckpointBarrier]:
         while self._output:
             yield self._output.popleft()
 
@@ -204,11 +292,15 @@ class StreamingRun:
         return True
 
     # -- element routing ------------------------------------------------------------------
-    def _route(self, vertex: _Vertex, emitted: Iterable[pa.RecordBatch | Watermark]) -> None:
+    def _route(self, vertex: _Vertex,
+               emitted: Iterable[pa.RecordBatch | Watermark | ChannelEvent]) -> None:
         """Send what ``vertex`` emitted to its consumer (or the output)."""
         for element in emitted:
             if isinstance(element, Watermark):
                 self._forward_watermark(vertex, element.timestamp)
+            elif isinstance(element, ChannelEvent):
+                if self._checkpointing is not None:
+                    self._checkpointing.on_channel_event(self, element.channel, element.event)
             elif element.num_rows:
                 vertex.records_out += element.num_rows
                 if vertex.consumer is None:

@@ -78,6 +78,21 @@ def streaming_run(session: Session, physical: PhysicalPlan) -> Any:
         if session.parallel_runner is None:
             session.parallel_runner = ParallelRunner()
         return session.parallel_runner.stream(physical, settings, workers)
+    if recovers(settings):
+        from flowsql.runtime.streaming.local_recovering_run import LocalRecoveringRun
+
+        return LocalRecoveringRun(physical, settings)
     from flowsql.runtime.streaming.executor import StreamingRun
 
     return StreamingRun(physical, settings)
+
+
+def recovers(settings: dict[str, str]) -> bool:
+    """Whether a streaming run needs checkpoints or restarts: checkpointing is on, a
+    restart strategy is set, or the job starts from a checkpoint."""
+    from flowsql.planner.config.settings import SettingValues
+
+    values = SettingValues(settings)
+    return any(values.get(key) is not None for key in (
+        "execution.checkpointing.interval", "restart-strategy.type",
+        "execution.savepoint.path"))

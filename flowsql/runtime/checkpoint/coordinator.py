@@ -1,0 +1,246 @@
+"""The checkpoint coordinator of one running job (in the session process).
+
+It wraps the bookkeeping state machine (``coordinator_state``) with the clock, a trigger
+thread and the storage, and talks to the tasks through two callables so it does not care
+whether they run in this process or on workers: ``trigger(checkpoint_id, timestamp_ms)``
+injects a barrier at the tasks that own sources, ``complete(checkpoint_id)`` tells every
+task that a checkpoint is durable. Tasks report back with ``acknowledge`` / ``decline``.
+
+Completing checkpoint ``n``: every (operator, subtask) acknowledged -> ``_metadata`` written
+(atomically, last) -> tasks notified -> retention applied (older checkpoints and shared
+files no retained checkpoint references are deleted). A checkpoint that fails (declined,
+expired, metadata not written) is deleted; more consecutive failures than
+``execution.checkpointing.tolerable-failed-checkpoints`` fail the job (``fail_job``).
+
+Once one task of the job has finished (a bounded source ended), no further checkpoint can
+complete -- that task acknowledges nothing -- so the coordinator stops triggering and drops
+the pending ones; recovery then restores the last checkpoint taken before, which is
+consistent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flowsql.runtime.checkpoint.config import CheckpointSettings
+from flowsql.runtime.checkpoint.coordinator_state import (
+    Aborted,
+    AllAcknowledged,
+    CheckpointCoordinatorState,
+    JobVertex,
+    Late,
+    Triggered,
+)
+from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, SubtaskState
+from flowsql.runtime.checkpoint.storage import CheckpointStorage
+
+#: longest sleep of the trigger thread (it also expires overdue checkpoints)
+_TICK_S = 0.05
+
+
+@dataclass(frozen=True)
+class CompletedCheckpoint:
+    """What the job's metrics show of a completed checkpoint."""
+
+    checkpoint_id: int
+    kind: str
+    triggered_ms: int
+    completed_ms: int
+    size_bytes: int
+    alignment_ms: int
+    path: str
+
+    @property
+    def duration_ms(self) -> int:
+        return self.completed_ms - self.triggered_ms
+
+
+class CheckpointCoordinator:
+    """See the module docstring."""
+
+    def __init__(self, settings: CheckpointSettings, storage: CheckpointStorage,
+                 vertices: Sequence[JobVertex], *,
+                 trigger: Callable[[int, int], None], complete: Callable[[int], None],
+                 fail_job: Callable[[str], None], next_checkpoint_id: int = 1) -> None:
+        self.settings = settings
+        self.storage = storage
+        self._trigger = trigger
+        self._complete = complete
+        self._fail_job = fail_job
+        self._lock = threading.RLock()
+        self._state = CheckpointCoordinatorState(storage.job_id, settings.coordinator,
+                                                 vertices, _now_ms(), next_checkpoint_id)
+        self._alignment: dict[int, int] = {}
+        self._completed = threading.Condition(self._lock)
+        self._stopped = threading.Event()
+        self._finished_task = False
+        self.last_completed: CompletedCheckpoint | None = None
+        self.completed_count = 0
+        self.failed_count = 0
+        self._thread = threading.Thread(target=self._run, name="checkpoint coordinator",
+                                        daemon=True)
+
+    @property
+    def next_checkpoint_id(self) -> int:
+        return self._state.next_checkpoint_id
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, reason: str = "the job ended") -> None:
+        """Stop triggering; pending checkpoints are aborted (their files deleted)."""
+        self._stopped.set()
+        with self._lock:
+            aborted = self._state.abort_all(reason)
+        for abort in aborted:
+            self._discard(abort)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(2.0)
+
+    def task_finished(self) -> None:
+        """A task of the job ended: no checkpoint can complete any more (module docstring)."""
+        with self._lock:
+            if self._finished_task:
+                return
+            self._finished_task = True
+            aborted = self._state.abort_all("a task of the job finished")
+        for abort in aborted:
+            self._discard(abort)
+
+    # -- triggering --------------------------------------------------------------------------
+
+    def trigger_now(self, kind: str = "savepoint") -> int | None:
+        """Start a checkpoint at once, past the interval and the pause (a stop's final
+        checkpoint); None when no checkpoint can complete any more."""
+        with self._lock:
+            if self._finished_task or self._stopped.is_set():
+                return None
+            result = self._state.trigger(_now_ms(), kind)
+        assert isinstance(result, Triggered)
+        self._trigger(result.checkpoint_id, result.timestamp_ms)
+        return result.checkpoint_id
+
+    def wait_completed(self, checkpoint_id: int, timeout_s: float) -> bool:
+        """Block until checkpoint ``checkpoint_id`` completed (True), failed or the time
+        ran out (False)."""
+        deadline = time.monotonic() + timeout_s
+        with self._completed:
+            while True:
+                done = self._state.last_completed_id
+                if done is not None and done >= checkpoint_id:
+                    return done == checkpoint_id or checkpoint_id not in self._state.pending_ids
+                if checkpoint_id not in self._state.pending_ids:
+                    return False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._completed.wait(min(remaining, _TICK_S))
+
+    def _run(self) -> None:
+        while not self._stopped.wait(_TICK_S):
+            now = _now_ms()
+            with self._lock:
+                if self._finished_task:
+                    continue
+                expired = self._state.expire(now)
+                result = self._state.trigger(now)
+            for abort in expired:
+                self._on_failed(abort)
+            if isinstance(result, Triggered):
+                self._trigger(result.checkpoint_id, result.timestamp_ms)
+
+    # -- acknowledgements --------------------------------------------------------------------
+
+    def acknowledge(self, checkpoint_id: int, states: dict[str, SubtaskState],
+                    alignment_ms: int = 0) -> None:
+        """One task's operators acknowledged ``checkpoint_id`` (by operator id)."""
+        done: AllAcknowledged | None = None
+        late: list[SubtaskState] = []
+        with self._lock:
+            self._alignment[checkpoint_id] = max(self._alignment.get(checkpoint_id, 0),
+                                                 alignment_ms)
+            for operator_id, state in states.items():
+                result = self._state.acknowledge(checkpoint_id, operator_id, state, _now_ms())
+                if isinstance(result, AllAcknowledged):
+                    done = result
+                elif isinstance(result, Late):
+                    late.append(result.state)
+        if late and done is None:
+            self._delete_late(checkpoint_id)
+        if done is not None:
+            self._finish(done.metadata)
+
+    def decline(self, checkpoint_id: int, reason: str) -> None:
+        with self._lock:
+            aborted = self._state.decline(checkpoint_id, "task", 0, reason)
+        if aborted is not None:
+            self._on_failed(aborted)
+
+    def _finish(self, metadata: CheckpointMetadata) -> None:
+        try:
+            self.storage.commit(metadata)
+        except Exception as error:
+            with self._lock:
+                aborted = self._state.metadata_failed(metadata.checkpoint_id, str(error))
+            self._on_failed(aborted)
+            return
+        with self._completed:
+            notice = self._state.metadata_written(metadata.checkpoint_id, _now_ms())
+            self.completed_count += 1
+            self.last_completed = CompletedCheckpoint(
+                metadata.checkpoint_id, metadata.kind, metadata.timestamp_ms,
+                metadata.completed_ms, metadata.size_bytes,
+                self._alignment.pop(metadata.checkpoint_id, 0),
+                f"{self.storage.job_path}/chk-{metadata.checkpoint_id}")
+            in_use = self._state.shared_files_in_use()
+            self._completed.notify_all()
+        self._complete(notice.checkpoint_id)
+        for abort in notice.subsumed:
+            self._discard(abort)
+        self.storage.apply_retention(self.settings.num_retained, in_use)
+
+    def _on_failed(self, aborted: Aborted) -> None:
+        self.failed_count += 1
+        self._discard(aborted)
+        with self._completed:
+            self._completed.notify_all()
+        if aborted.fail_job:
+            self._fail_job(f"checkpoint {aborted.checkpoint_id} failed ({aborted.reason}) "
+                           "and no more failed checkpoints are tolerated "
+                           "(execution.checkpointing.tolerable-failed-checkpoints)")
+
+    def _discard(self, aborted: Aborted) -> None:
+        self._alignment.pop(aborted.checkpoint_id, None)
+        self._delete_late(aborted.checkpoint_id)
+
+    def _delete_late(self, checkpoint_id: int) -> None:
+        """Files of a checkpoint that will never complete (never a completed one)."""
+        try:
+            completed = {d.checkpoint_id for d in self.storage.list_checkpoints()
+                         if d.completed}
+            if checkpoint_id not in completed:
+                self.storage.discard(checkpoint_id)
+        except OSError:
+            pass  # retention deletes it later
+
+    # -- metrics -----------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        last = self.last_completed
+        return {
+            "checkpoints_completed": self.completed_count,
+            "checkpoints_failed": self.failed_count,
+            "last_checkpoint": None if last is None else {
+                "id": last.checkpoint_id, "kind": last.kind,
+                "duration_ms": last.duration_ms, "size_bytes": last.size_bytes,
+                "alignment_ms": last.alignment_ms, "completed_ms": last.completed_ms,
+                "path": last.path},
+        }
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,190 @@
+"""A streaming job that survives failures: attempts, restarts and the stop with a final
+checkpoint, independent of where the tasks run.
+
+``RecoveringRun`` drives attempts of one job. An attempt (``_attempt``, given by the
+subclass: the single-process run or the run on worker processes) deploys the job's tasks,
+restoring them from a checkpoint when there is one, and yields the job's output. When an
+attempt fails -- a task raised, a worker process died -- the restart strategy
+(``restart-strategy.*``) decides: restart after its delay from the latest completed
+checkpoint of this job (or, when none completed yet, from where the job started: the
+``execution.savepoint.path`` checkpoint or nothing), or fail the job.
+
+Every attempt of the job writes its checkpoints under the same job id, and numbers them
+on from the previous attempt, so the latest completed checkpoint is simply the highest id.
+``cancel`` stops the job with a final checkpoint when checkpointing is on: the sinks commit
+what the checkpoint covers and nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.runtime.checkpoint import paths
+from flowsql.runtime.checkpoint.config import CheckpointSettings, restart_strategy
+from flowsql.runtime.checkpoint.coordinator import CheckpointCoordinator
+from flowsql.runtime.checkpoint.restart import decide
+from flowsql.runtime.checkpoint.storage import CheckpointStorage
+from flowsql.runtime.checkpoint.task_state import RestoreSource
+
+#: how long ``cancel`` waits for the final checkpoint before it cancels without one
+FINAL_CHECKPOINT_TIMEOUT_S = 60.0
+
+
+class RecoveringRun:
+    """Base of the streaming runs (see the module docstring); subclasses implement
+    ``_attempt``, ``_cancel_attempt`` and ``_stop_attempt``."""
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        self.settings = settings
+        self.checkpointing = CheckpointSettings.of(settings)
+        self.strategy = restart_strategy(settings)
+        self.job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:12]}"
+        self.storage = (CheckpointStorage.from_uri(self.checkpointing.directory, self.job_id)
+                        if self.checkpointing is not None else None)
+        self.initial_restore = savepoint_source(settings)
+        self.coordinator: CheckpointCoordinator | None = None
+        self.restarts = 0
+        self.restarting = False
+        self.failures: list[str] = []
+        self._cancelled = threading.Event()
+        self._next_checkpoint_id = 1
+
+    # -- the Run protocol --------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        restore = self.initial_restore
+        failure_times: list[int] = []
+        attempt = 0
+        while True:
+            try:
+                yield from self._attempt(restore, attempt)
+                return
+            except FlowSQLError as error:
+                if self._cancelled.is_set():
+                    return
+                failure_times.append(time.time_ns() // 1_000_000)
+                self.failures.append(str(error))
+                decision = decide(self.strategy, failure_times, random.uniform(-1.0, 1.0))
+                if not decision.restart:
+                    if self.restarts:
+                        raise type(error)(f"{error} (the job was restarted {self.restarts} "
+                                          f"times; {decision.reason})") from error
+                    raise
+                self.restarting = True
+                try:
+                    if self._cancelled.wait(decision.delay_ms / 1000):
+                        return
+                    self._prepare_restart()
+                finally:
+                    self.restarting = False
+                self.restarts += 1
+                attempt += 1
+                restore = self._latest_restore() or self.initial_restore
+
+    def cancel(self) -> None:
+        """Stop the job: with checkpointing on, after a final checkpoint that every sink
+        commits (``FINAL_CHECKPOINT_TIMEOUT_S`` at most), else at once."""
+        if self._cancelled.is_set():
+            return
+        coordinator = self.coordinator
+        if coordinator is not None:
+            checkpoint_id = coordinator.trigger_now()
+            if checkpoint_id is not None and coordinator.wait_completed(
+                    checkpoint_id, FINAL_CHECKPOINT_TIMEOUT_S):
+                self._stop_attempt()
+        self._cancelled.set()
+        self._cancel_attempt()
+
+    def checkpoint_summary(self) -> dict[str, Any] | None:
+        """Restarts, whether the job is waiting to restart, and its last checkpoint."""
+        coordinator = self.coordinator
+        summary: dict[str, Any] = {"restarts": self.restarts, "restarting": self.restarting,
+                                   "last_checkpoint": None, "checkpoints_completed": 0,
+                                   "checkpoints_failed": 0, "job_id": self.job_id,
+                                   "checkpoint_dir": (None if self.storage is None
+                                                      else self.storage.job_path)}
+        if coordinator is not None:
+            summary.update(coordinator.summary())
+        return summary
+
+    # -- for subclasses ----------------------------------------------------------------------
+
+    def _attempt(self, restore: RestoreSource | None, attempt: int
+                 ) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def _cancel_attempt(self) -> None:
+        raise NotImplementedError
+
+    def _stop_attempt(self) -> None:
+        """Tell every task to end after the completion notice it got last (the final
+        checkpoint's) and wait until they ended."""
+        raise NotImplementedError
+
+    def _prepare_restart(self) -> None:
+        """Whatever the next attempt needs (new workers for lost ones)."""
+
+    def _new_coordinator(self, vertices: Any, trigger: Any, complete: Any,
+                         fail_job: Any) -> CheckpointCoordinator | None:
+        """The coordinator of one attempt (None when checkpointing is off); ids go on from
+        the previous attempt's."""
+        if self.checkpointing is None or self.storage is None:
+            return None
+        coordinator = CheckpointCoordinator(
+            self.checkpointing, self.storage, vertices, trigger=trigger, complete=complete,
+            fail_job=fail_job, next_checkpoint_id=self._next_checkpoint_id)
+        self.coordinator = coordinator
+        return coordinator
+
+    def _end_coordinator(self, reason: str) -> None:
+        coordinator = self.coordinator
+        if coordinator is not None:
+            coordinator.stop(reason)
+            self._next_checkpoint_id = coordinator.next_checkpoint_id
+
+    def _latest_restore(self) -> RestoreSource | None:
+        if self.storage is None or self.checkpointing is None:
+            return None
+        latest = self.storage.latest_completed()
+        if latest is None:
+            return None
+        return RestoreSource(self.checkpointing.directory, self.job_id, latest.checkpoint_id)
+
+
+def savepoint_source(settings: dict[str, str]) -> RestoreSource | None:
+    """The checkpoint ``execution.savepoint.path`` names (``<dir>/<job id>/chk-<n>``), checked
+    to be a completed one; None when unset."""
+    from flowsql.planner.config.settings import SettingValues
+
+    path = SettingValues(settings).get("execution.savepoint.path")
+    if not path:
+        return None
+    text = str(path).rstrip("/")
+    job_dir, _, name = text.rpartition("/")
+    checkpoint_id = paths.checkpoint_id_of(name)
+    base, _, job_id = job_dir.rpartition("/")
+    if checkpoint_id is None or not base or not job_id:
+        raise ExecutionError(f"execution.savepoint.path '{path}' does not name a checkpoint "
+                             "directory (<checkpoint dir>/<job id>/chk-<n>)")
+    if "://" not in base:
+        base = os.path.abspath(base)
+    source = RestoreSource(base, job_id, checkpoint_id)
+    try:
+        CheckpointStorage.from_uri(base, job_id).read_metadata(checkpoint_id)
+    except (OSError, FlowSQLError) as error:
+        raise ExecutionError(f"execution.savepoint.path '{path}' is not a completed "
+                             f"checkpoint: {error}") from None
+    return source

@@ -1,0 +1,224 @@
+"""The checkpointing of one task: barriers in, snapshots out, acknowledgements up.
+
+A task (a subtask of a stage on a worker, or the whole job in one process) owns one
+``TaskCheckpointer``. Its input channels for alignment are the task's exchange channels
+(numbered as in its input gate) plus, when the task has sources of its own (scans,
+datagen), one more channel for them: the coordinator's trigger is the barrier on that
+channel. The checkpointer feeds every barrier and every channel end to a
+:class:`BarrierAligner` and carries out what it says:
+
+* ``Snapshot``: take every operator's state (``StreamingRun.snapshot``: between two
+  elements, so the state is consistent), queue the barrier behind the output produced so
+  far (``emit_barrier``: the task forwards it downstream), then hand the tables to the
+  writer thread, which persists them through the state backend and acknowledges. Arrow
+  tables are immutable, so the write runs beside the processing without copying;
+* ``Unblock``: read those channels again (a gate channel, or the task's own sources);
+* a blocked channel is not read: the gate leaves its elements queued (credit-based flow
+  control then stops its sender), the run does not poll paused sources.
+
+Commands from the coordinator arrive on ``commands`` (any thread) and are carried out at
+the start of the run's next turn, in order: ``trigger`` (a barrier for the task's own
+sources), ``complete`` (``notify_checkpoint_complete`` on every operator: a two-phase-commit
+sink publishes its files), ``stop`` (end the run; a stop follows the completion of the
+final checkpoint, so the sink has committed everything before it).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from flowsql.runtime.checkpoint.alignment import (
+    BarrierAligner,
+    CheckpointingMode,
+    Snapshot,
+    Unblock,
+)
+from flowsql.runtime.checkpoint.metadata import SubtaskState
+from flowsql.runtime.events import CheckpointBarrier, EndOfInput
+
+
+class CheckpointedRun(Protocol):
+    """What the checkpointer needs of the run (``StreamingRun``)."""
+
+    def snapshot(self, checkpoint_id: int) -> dict[str, dict[str, pa.Table]]: ...
+
+    def emit_barrier(self, barrier: CheckpointBarrier) -> None: ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class ChannelBlocking(Protocol):
+    """The gate's side of alignment (``GateReader``)."""
+
+    def block(self, channel: int) -> None: ...
+
+    def unblock(self, channel: int) -> None: ...
+
+
+#: persists one operator subtask's tables for a checkpoint and returns its handles
+Persist = Callable[[int, str, Mapping[str, pa.Table]], SubtaskState]
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """One task's part of checkpoint ``checkpoint_id``."""
+
+    checkpoint_id: int
+    states: dict[str, SubtaskState]
+    alignment_ms: int
+    sync_ms: float
+    async_ms: float
+
+
+@dataclass(frozen=True)
+class Decline:
+    checkpoint_id: int
+    reason: str
+
+
+class TaskCheckpointer:
+    """See the module docstring. ``gate_channels`` is the number of exchange channels,
+    ``own_sources`` whether the task has sources of its own; ``report`` receives each
+    :class:`Acknowledgement` or :class:`Decline` (from the writer thread)."""
+
+    def __init__(self, mode: CheckpointingMode, gate_channels: int, own_sources: bool,
+                 persist: Persist, report: Callable[[Acknowledgement | Decline], None],
+                 gate: ChannelBlocking | None = None,
+                 commands: queue.SimpleQueue[dict[str, Any]] | None = None) -> None:
+        self.mode = mode
+        self.gate = gate
+        self.gate_channels = gate_channels
+        self.local_channel = gate_channels if own_sources else None
+        self.aligner = BarrierAligner(gate_channels + (1 if own_sources else 0), mode)
+        self.commands: queue.SimpleQueue[dict[str, Any]] = (
+            commands if commands is not None else queue.SimpleQueue())
+        self._persist = persist
+        self._report = report
+        self._writes: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                                        name="checkpoint writer")
+        self._writer.start()
+        self._gate_blocked: set[int] = set()
+        #: the completed checkpoint this task was notified of last
+        self.last_notified: int | None = None
+
+    # -- the run's hooks ---------------------------------------------------------------------
+
+    @property
+    def sources_paused(self) -> bool:
+        return self.local_channel is not None and self.aligner.is_blocked(self.local_channel)
+
+    def on_turn(self, run: CheckpointedRun) -> None:
+        while True:
+            try:
+                command = self.commands.get_nowait()
+            except queue.Empty:
+                return
+            kind = command["type"]
+            if kind == "trigger":
+                if self.local_channel is None:
+                    continue  # barriers reach this task through its inputs
+                barrier = CheckpointBarrier(int(command["checkpoint"]),
+                                            int(command["timestamp"]))
+                self._align(run, self.local_channel, barrier)
+            elif kind == "complete":
+                checkpoint_id = int(command["checkpoint"])
+                run.notify_checkpoint_complete(checkpoint_id)
+                self.last_notified = checkpoint_id
+            elif kind == "stop":
+                run.cancel()
+                return
+
+    def on_channel_event(self, run: CheckpointedRun, channel: int,
+                         event: CheckpointBarrier | EndOfInput) -> None:
+        """Gate channel ``channel`` delivered a barrier, or its end (it then counts as
+        aligned from now on)."""
+        if isinstance(event, EndOfInput):
+            if not self.aligner.is_finished(channel):
+                self._carry_out(run, self.aligner.on_element(channel, event, _now_ms()))
+            return
+        self._align(run, channel, event)
+
+    def on_sources_finished(self, run: CheckpointedRun) -> None:
+        """The task's own sources ended: their channel counts as aligned."""
+        if (self.local_channel is not None
+                and not self.aligner.is_finished(self.local_channel)):
+            self._carry_out(run, self.aligner.on_element(self.local_channel, EndOfInput(),
+                                                         _now_ms()))
+
+    def gate_barrier_read(self, channel: int) -> None:
+        """The gate handed out a barrier of ``channel``: in exactly-once mode stop reading
+        that channel at once, before elements behind the barrier are taken; the aligner
+        decides when it is read again (``_sync_gate``)."""
+        if self.mode is CheckpointingMode.EXACTLY_ONCE and self.gate is not None:
+            self.gate.block(channel)
+            self._gate_blocked.add(channel)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Finish the writes in flight (their acknowledgements are sent), then stop."""
+        self._writes.put(None)
+        self._writer.join(timeout_s)
+
+    # -- alignment ---------------------------------------------------------------------------
+
+    def _align(self, run: CheckpointedRun, channel: int, barrier: CheckpointBarrier) -> None:
+        if self.aligner.is_finished(channel):
+            return
+        self._carry_out(run, self.aligner.on_element(channel, barrier, _now_ms()))
+
+    def _carry_out(self, run: CheckpointedRun, actions: tuple[Any, ...]) -> None:
+        for action in actions:
+            if isinstance(action, Snapshot):
+                self._snapshot(run, action)
+            elif isinstance(action, Unblock):
+                for channel in action.channels:
+                    self._unblock(channel)
+            # an AbortAlignment needs nothing here: a newer barrier overtook the checkpoint,
+            # and completing the newer one subsumes it at the coordinator
+        self._sync_gate()
+
+    def _unblock(self, channel: int) -> None:
+        if channel != self.local_channel and self.gate is not None:
+            self.gate.unblock(channel)
+            self._gate_blocked.discard(channel)
+
+    def _sync_gate(self) -> None:
+        """Channels the gate holds back but the aligner does not (a dropped barrier, the
+        channel that completed an alignment) are read again."""
+        for channel in sorted(self._gate_blocked):
+            if not self.aligner.is_blocked(channel):
+                self._unblock(channel)
+
+    def _snapshot(self, run: CheckpointedRun, action: Snapshot) -> None:
+        started = time.perf_counter()
+        checkpoint_id = action.barrier.checkpoint_id
+        tables = run.snapshot(checkpoint_id)
+        run.emit_barrier(action.barrier)
+        sync_ms = (time.perf_counter() - started) * 1000
+        self._writes.put((checkpoint_id, tables, action.alignment_ms, sync_ms))
+
+    def _write_loop(self) -> None:
+        while (item := self._writes.get()) is not None:
+            checkpoint_id, tables, alignment_ms, sync_ms = item
+            started = time.perf_counter()
+            try:
+                states = {operator_id: self._persist(checkpoint_id, operator_id, operator_tables)
+                          for operator_id, operator_tables in tables.items()}
+            except Exception as error:  # a failed upload declines; the job keeps running
+                self._report(Decline(checkpoint_id, f"{type(error).__name__}: {error}"))
+                continue
+            self._report(Acknowledgement(checkpoint_id, states, alignment_ms, sync_ms,
+                                         (time.perf_counter() - started) * 1000))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
