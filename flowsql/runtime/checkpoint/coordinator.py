@@ -40,6 +40,8 @@ from flowsql.runtime.checkpoint.storage import CheckpointStorage
 
 #: longest sleep of the trigger thread (it also expires overdue checkpoints)
 _TICK_S = 0.05
+#: completed checkpoints the coordinator remembers for the job's metrics
+HISTORY = 100
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class CheckpointCoordinator:
         self._stopped = threading.Event()
         self._finished_task = False
         self.last_completed: CompletedCheckpoint | None = None
+        #: the most recent completed checkpoints (at most ``HISTORY``), oldest first
+        self.history: list[CompletedCheckpoint] = []
         self.completed_count = 0
         self.failed_count = 0
         self._thread = threading.Thread(target=self._run, name="checkpoint coordinator",
@@ -196,6 +200,7 @@ class CheckpointCoordinator:
                 metadata.completed_ms, metadata.size_bytes,
                 self._alignment.pop(metadata.checkpoint_id, 0),
                 f"{self.storage.job_path}/chk-{metadata.checkpoint_id}")
+            self.history = [*self.history[-(HISTORY - 1):], self.last_completed]
             in_use = self._state.shared_files_in_use()
             self._completed.notify_all()
         self._complete(notice.checkpoint_id)
@@ -231,9 +236,14 @@ class CheckpointCoordinator:
 
     def summary(self) -> dict[str, Any]:
         last = self.last_completed
+        history = list(self.history)
         return {
             "checkpoints_completed": self.completed_count,
             "checkpoints_failed": self.failed_count,
+            "average_duration_ms": (sum(c.duration_ms for c in history) / len(history)
+                                    if history else None),
+            "average_size_bytes": (sum(c.size_bytes for c in history) / len(history)
+                                   if history else None),
             "last_checkpoint": None if last is None else {
                 "id": last.checkpoint_id, "kind": last.kind,
                 "duration_ms": last.duration_ms, "size_bytes": last.size_bytes,
