@@ -111,7 +111,6 @@ class FileSink(TableSink):
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
         if self.pending is None:
             return {}
-        self.pending.recover_without_state()
         self._roll()
         return self.pending.snapshot(checkpoint_id)
 
@@ -126,7 +125,6 @@ class FileSink(TableSink):
     def finish(self) -> None:
         self._roll()
         if self.pending is not None:
-            self.pending.recover_without_state()
             self.pending.commit_everything()
         self._finished = True
 
@@ -145,8 +143,6 @@ class FileSink(TableSink):
 
     def _open(self) -> _PartFile:
         self.directory.mkdir(parents=True, exist_ok=True)
-        if self.pending is not None:
-            self.pending.recover_without_state()
         name = f"{self.prefix}-{self.count}.{self.format}"
         self.count += 1
         return _PartFile(self.directory / name, self.format, self.schema, self.table.options)

@@ -21,8 +21,10 @@ Contract (why each rule keeps rows exactly once):
   the first rename wins). Then it deletes the in-progress files of earlier attempts of this
   job and of the jobs the state came from: their rows are after the restored checkpoint and
   will be written again. Files of the current (job, attempt) are never touched;
-* a restarted attempt that restores nothing (no checkpoint completed) deletes the
-  in-progress files of its job's earlier attempts the same way (``recover_without_state``);
+* a restarted attempt that restores nothing (no checkpoint completed yet) deletes nothing:
+  it cannot know that every other subtask restores nothing either, and a pending file
+  deleted before another subtask's restore commits it would be lost rows. What the earlier
+  attempts left stays hidden (readers skip it) until a later restore of the job deletes it;
 * a file whose in-progress and final names are both gone when it must be committed means
   lost rows: an error, never silently skipped.
 
@@ -108,7 +110,6 @@ class PendingFiles:
         self._jobs.update(pa.table({"job_id": [self.job_id]}, schema=JOBS_SCHEMA))
         #: closed since the last snapshot: in no checkpoint yet
         self._closed: list[PartFileNames] = []
-        self._recovered = False
 
     def closed(self, file: PartFileNames) -> None:
         """``file`` is complete under its in-progress name; the next snapshot makes it
@@ -161,16 +162,7 @@ class PendingFiles:
         self._jobs.update(pa.table({"job_id": sorted(known)}, schema=JOBS_SCHEMA))
         self._delete_leftovers(known)
 
-    def recover_without_state(self) -> None:
-        """Before the first file of a run that restored nothing: an earlier attempt's
-        in-progress files belong to no completed checkpoint and are deleted. Idempotent."""
-        if not self._recovered:
-            self._delete_leftovers({self.job_id})
-
     def _delete_leftovers(self, job_ids: set[str]) -> None:
-        self._recovered = True
-        if self.attempt == 0 and job_ids == {self.job_id}:
-            return   # a first run of a fresh job has no earlier attempts
         if not self.directory.is_dir():
             return
         names = os.listdir(self.directory)
