@@ -5,6 +5,7 @@ The layout under a checkpoint directory ``<dir>`` (a local path or the path part
 
     <dir>/<job id>/chk-<n>/_metadata                                   commit marker, last
     <dir>/<job id>/chk-<n>/<operator id>/<subtask>/<state name>.arrow  Arrow IPC state files
+    <dir>/<job id>/chk-<n>/<operator id>/<subtask>/<file name>         other subtask files
     <dir>/<job id>/shared/<file>                                       files several
                                                                        checkpoints reference
 
@@ -87,6 +88,16 @@ def state_file(checkpoint_id: int, operator_id: str, subtask: int, state_name: s
         raise ValueError(f"subtask indexes are not negative, got {subtask}")
     return "/".join((checkpoint_dir_name(checkpoint_id), file_safe(operator_id), str(subtask),
                      file_safe(state_name) + STATE_SUFFIX))
+
+
+def subtask_file(checkpoint_id: int, operator_id: str, subtask: int, file_name: str) -> str:
+    """Any other file one subtask writes into a checkpoint (e.g. a RocksDB checkpoint's
+    ``MANIFEST-000005``), relative to the job directory. It never collides with a state file:
+    the ``.`` of ``.arrow`` is literal there, while ``file_safe`` escapes every ``.`` here."""
+    if subtask < 0:
+        raise ValueError(f"subtask indexes are not negative, got {subtask}")
+    return "/".join((checkpoint_dir_name(checkpoint_id), file_safe(operator_id), str(subtask),
+                     file_safe(file_name)))
 
 
 def metadata_file(checkpoint_id: int) -> str:

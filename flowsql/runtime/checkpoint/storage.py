@@ -3,7 +3,9 @@
 A thin shell around the pure layout (``paths``), document (``metadata``) and retention
 (``retention``) modules. Tasks write their state files (``write_state``, ``write_shared``)
 while the checkpoint runs; the coordinator writes ``_metadata`` with ``commit`` once every
-subtask acknowledged, then applies retention. Readers find the newest completed checkpoint
+subtask acknowledged, then applies retention. A state backend that keeps its own file format
+(RocksDB) uploads local files instead (``upload_private``, ``upload_shared``) and reads them
+back with ``download``. Readers find the newest completed checkpoint
 with ``latest_completed`` and read tables back with ``restore_tables``.
 
 Contract:
@@ -25,6 +27,7 @@ Contract:
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterable, Mapping
 
@@ -45,6 +48,7 @@ from flowsql.runtime.state.store import merge_snapshots
 #: file systems whose single upload is atomic and whose directories are only key prefixes
 _OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+_COPY_CHUNK = 1 << 20
 
 
 class CheckpointStorage:
@@ -91,6 +95,22 @@ class CheckpointStorage:
         target = self._absolute(relative)
         if self.filesystem.get_file_info(target).type == pafs.FileType.NotFound:
             self._write_bytes(target, data)
+        return relative
+
+    def upload_private(self, checkpoint_id: int, operator_id: str, subtask: int,
+                       file_name: str, local_path: str) -> tuple[str, int]:
+        """Copy a local file (streamed, never whole in memory) into the subtask's directory
+        of checkpoint ``checkpoint_id`` under ``file_name``; returns the path to name in the
+        acknowledgement and the size. The file is deleted with the checkpoint."""
+        relative = paths.subtask_file(checkpoint_id, operator_id, subtask, file_name)
+        return relative, self._copy_in(local_path, self._absolute(relative))
+
+    def upload_shared(self, name: str, local_path: str) -> str:
+        """``write_shared`` of a local file's content, streamed."""
+        relative = paths.shared_file(name)
+        target = self._absolute(relative)
+        if self.filesystem.get_file_info(target).type == pafs.FileType.NotFound:
+            self._copy_in(local_path, target)
         return relative
 
     def commit(self, metadata: CheckpointMetadata) -> None:
@@ -147,6 +167,12 @@ class CheckpointStorage:
             raise ExecutionError(f"checkpoint {metadata.checkpoint_id} holds no subtask "
                                  f"{subtask} of operator '{operator_id}'")
         return {f.state: self._read_table(self._absolute(f.path)) for f in state.files}
+
+    def download(self, relative: str, local_path: str) -> None:
+        """Copy a file of the job directory (a path the metadata names) to a local file."""
+        with self.filesystem.open_input_stream(self._absolute(relative)) as source, \
+                open(local_path, "wb") as sink:
+            shutil.copyfileobj(source, sink, _COPY_CHUNK)
 
     def restore_tables(self, metadata: CheckpointMetadata, operator_id: str, subtask: int,
                        parallelism: int) -> dict[str, pa.Table]:
@@ -217,6 +243,13 @@ class CheckpointStorage:
         self._prepare_parent(target)
         with self.filesystem.open_output_stream(target) as sink:
             sink.write(data)
+
+    def _copy_in(self, local_path: str, target: str) -> int:
+        self._prepare_parent(target)
+        with open(local_path, "rb") as source, \
+                self.filesystem.open_output_stream(target) as sink:
+            shutil.copyfileobj(source, sink, _COPY_CHUNK)
+            return int(sink.tell())
 
     def _read_table(self, target: str) -> pa.Table:
         with self.filesystem.open_input_file(target) as source:

@@ -1,6 +1,7 @@
 """The ``blackhole`` sink: accepts every row (insert-only or updating) and keeps nothing,
 like Flink's blackhole connector -- for measuring a query without the cost of output. The
-sink operator still counts the rows in ``records_written``."""
+sink operator still counts the rows in ``records_written`` (at-least-once: after a restore
+the replayed rows are counted again; the sink keeps no state)."""
 
 from __future__ import annotations
 

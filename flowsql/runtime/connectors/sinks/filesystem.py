@@ -1,14 +1,25 @@
 """The ``filesystem`` sink: rows become new files in the directory ``path``, in a format the
 filesystem source reads back with the same table definition.
 
-Files are named ``part-<uuid>-<n>.<ext>`` (one uuid per sink instance, ``n`` counting its
-files from 0), as Flink's file sink names part files. A file is written under a hidden
-in-progress name (``.part-<uuid>-<n>.<ext>.inprogress``) and renamed when it is closed;
-the filesystem source skips names starting with '.' or '_', so a reader never sees a
-partial file. A file is closed when it reaches ``'sink.rolling-policy.file-size'`` bytes
-(Flink's option, default ``128mb``; checked after every written slice of rows, so a file
-may exceed it by one slice), at the end of the input and when the sink is closed. Files
-are opened only when rows arrive: no empty files.
+A file is written under a hidden in-progress name (``.<final name>.inprogress``); the
+filesystem source skips names starting with '.' or '_', so a reader never sees a partial
+file. A file is closed when it reaches ``'sink.rolling-policy.file-size'`` bytes (Flink's
+option, default ``128mb``; checked after every written slice of rows, so a file may exceed
+it by one slice). Files are opened only when rows arrive: no empty files. When a closed
+file becomes visible depends on whether the job checkpoints
+(``CheckpointSettings.of(settings)`` is not None):
+
+* checkpointing off: files are named ``part-<uuid>-<n>.<ext>`` (one uuid per sink
+  instance, ``n`` counting its files from 0) and renamed to that name as soon as they are
+  closed: on a roll, at the end of the input and when the sink is closed (also after a
+  failure: rows may then be written twice by a rerun);
+* checkpointing on, exactly-once by two-phase commit as Flink's ``FileSink``: files are
+  named ``part-<job id>-<attempt>-<subtask>-<n>.<ext>``; a rolled file and, at a snapshot,
+  the open file are closed and become *pending* for that checkpoint, recorded in the
+  sink's state; they are renamed when a checkpoint that covers them completes, at a
+  restore of that state, or at the end of the input. A failure deletes the open file and
+  the closed files no snapshot claimed; a restore deletes what earlier attempts left
+  (``flowsql.runtime.connectors.sinks.pending_files`` states the rules).
 
 Only insert-only input can be written (files cannot retract rows); the planner rejects an
 updating input, and a retraction that still arrives is an error, never dropped silently.
@@ -46,8 +57,15 @@ from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.config.connectors import FILESYSTEM
 from flowsql.runtime.changelog import INSERT
+from flowsql.runtime.checkpoint.config import CheckpointSettings
 from flowsql.runtime.connectors.filesystem import normalized_schema
 from flowsql.runtime.connectors.sinks import TableSink
+from flowsql.runtime.connectors.sinks.pending_files import (
+    PartFileNames,
+    PendingFiles,
+    in_progress_name,
+    part_prefix,
+)
 from flowsql.runtime.operator import OperatorContext
 
 ROLLING_SIZE = "sink.rolling-policy.file-size"
@@ -65,9 +83,16 @@ class FileSink(TableSink):
         self.directory = Path(path)
         self.schema = normalized_schema(table.schema)
         self.max_bytes: int = FILESYSTEM.value(table.options, ROLLING_SIZE)
-        self.prefix = f"part-{uuid.uuid4()}"
+        #: None with checkpointing off: files are committed as soon as they are closed
+        self.pending: PendingFiles | None = None
+        if CheckpointSettings.of(context.settings) is None:
+            self.prefix = f"part-{uuid.uuid4()}"
+        else:
+            self.pending = PendingFiles(self.directory, context)
+            self.prefix = part_prefix(context.job_id, context.attempt, context.subtask_index)
         self.count = 0
         self._file: _PartFile | None = None
+        self._finished = False
 
     def write(self, batch: pa.RecordBatch, kinds: np.ndarray | None) -> None:
         if kinds is not None and bool((kinds != INSERT).any()):
@@ -83,11 +108,38 @@ class FileSink(TableSink):
             if self._file.size() >= self.max_bytes:
                 self._roll()
 
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        if self.pending is None:
+            return {}
+        self._roll()
+        return self.pending.snapshot(checkpoint_id)
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        if self.pending is not None:
+            self.pending.restore(state)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.pending is not None:
+            self.pending.checkpoint_complete(checkpoint_id)
+
     def finish(self) -> None:
         self._roll()
+        if self.pending is not None:
+            self.pending.commit_everything()
+        self._finished = True
 
     def close(self) -> None:
-        self._roll()
+        if self.pending is None:
+            self._roll()
+            return
+        # without finish() the job failed or was cancelled: keep only what a snapshot claimed
+        current, self._file = self._file, None
+        try:
+            if current is not None:
+                current.discard()
+        finally:
+            if not self._finished:
+                self.pending.discard_unsnapshotted()
 
     def _open(self) -> _PartFile:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -96,9 +148,16 @@ class FileSink(TableSink):
         return _PartFile(self.directory / name, self.format, self.schema, self.table.options)
 
     def _roll(self) -> None:
-        if self._file is not None:
-            current, self._file = self._file, None
+        """Close the open file: committed at once without checkpointing, else handed to
+        the pending files for the next snapshot."""
+        if self._file is None:
+            return
+        current, self._file = self._file, None
+        if self.pending is None:
             current.commit()
+        else:
+            current.close()
+            self.pending.closed(PartFileNames(current.in_progress, current.final))
 
 
 class _PartFile:
@@ -107,7 +166,11 @@ class _PartFile:
     def __init__(self, final: Path, fmt: str, schema: pa.Schema,
                  options: dict[str, str]) -> None:
         self.final = final
-        self.in_progress = final.with_name(f".{final.name}.inprogress")
+        self.in_progress = final.with_name(in_progress_name(final.name))
+        if self.final.exists() or self.in_progress.exists():
+            # only a second job with the same job id can get here; never overwrite its rows
+            raise ExecutionError(f"part file {final.name} already exists in {final.parent}: "
+                                 "another job with the same job id writes this directory")
         self.format = fmt
         self.schema = schema
         self.sink = pa.OSFile(str(self.in_progress), "wb")
@@ -130,14 +193,25 @@ class _PartFile:
     def size(self) -> int:
         return int(self.sink.tell())
 
-    def commit(self) -> None:
-        """Close the file and make it visible under its final name."""
+    def close(self) -> None:
+        """Complete the file (footer, buffers) under its in-progress name."""
         if self.parquet is not None:
             self.parquet.close()
         elif self.csv is not None:
             self.csv.close()
         self.sink.close()
+
+    def commit(self) -> None:
+        """Close the file and make it visible under its final name."""
+        self.close()
         os.replace(self.in_progress, self.final)
+
+    def discard(self) -> None:
+        """Drop the file: its rows belong to no snapshot and will be written again."""
+        try:
+            self.close()
+        finally:
+            self.in_progress.unlink(missing_ok=True)
 
 
 def _csv_write_options(options: dict[str, str]) -> pcsv.WriteOptions:

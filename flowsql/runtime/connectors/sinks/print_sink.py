@@ -21,6 +21,10 @@ with parallelism > 1 the subtask number (from 1) is added, ``<identifier>:<n>> `
 ``'standard-error' = 'true'`` prints to standard error instead. Output is flushed after
 every batch, so lines appear while a streaming job runs.
 
+Delivery is at-least-once, as Flink's print sink: a line printed cannot be taken back, so
+after a restore from a checkpoint the rows the sources replay (those after the checkpoint's
+barrier) are printed again. The sink keeps no state of its own.
+
 Formatting is one pass per column: integers, booleans, strings and dates go through Arrow
 casts; the types whose Java text differs from Arrow's are formatted per value (from one
 ``to_pylist`` of the column), which is the cost of printing anyway. Lines are assembled
