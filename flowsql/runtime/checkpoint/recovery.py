@@ -70,6 +70,8 @@ class RecoveringRun:
         attempt = 0
         while True:
             try:
+                if attempt:
+                    self._prepare_restart()  # may fail too (a new worker killed at once)
                 yield from self._attempt(restore, attempt)
                 return
             except FlowSQLError as error:
@@ -87,7 +89,6 @@ class RecoveringRun:
                 try:
                     if self._cancelled.wait(decision.delay_ms / 1000):
                         return
-                    self._prepare_restart()
                 finally:
                     self.restarting = False
                 self.restarts += 1

@@ -43,7 +43,7 @@ from flowsql.runtime.checkpoint.retention import (
     plan_retention,
     shared_files_to_delete,
 )
-from flowsql.runtime.state.store import merge_snapshots
+from flowsql.runtime.state.store import is_union_list, merge_snapshots, with_union_lists
 
 #: file systems whose single upload is atomic and whose directories are only key prefixes
 _OBJECT_STORES = frozenset({"s3", "gcs", "abfs"})
@@ -186,7 +186,11 @@ class CheckpointStorage:
         if not 0 <= subtask < parallelism:
             raise ExecutionError(f"subtask {subtask} is outside parallelism {parallelism}")
         if parallelism == operator.parallelism:
-            return self.read_tables(metadata, operator_id, subtask)
+            own = self.read_tables(metadata, operator_id, subtask)
+            return with_union_lists(own, [own if old == subtask else
+                                          self.read_tables(metadata, operator_id, old)
+                                          for old in range(operator.parallelism)]
+                                    if any(is_union_list(t) for t in own.values()) else [])
         return merge_snapshots([self.read_tables(metadata, operator_id, old)
                                 for old in range(operator.parallelism)])
 

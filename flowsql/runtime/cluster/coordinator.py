@@ -212,7 +212,8 @@ class MiniCluster:
         with self._lock:
             if self._closed:
                 raise ExecutionError("the cluster is closed")
-            lost = [w.index for w in self.workers if w.lost is not None]
+            lost = [w.index for w in self.workers
+                    if w.lost is not None or w.process.poll() is not None]
             for index in lost:
                 old = self.workers[index]
                 if old.sock is not None:
@@ -245,6 +246,7 @@ class MiniCluster:
             except TimeoutError:
                 for worker in (self.workers[i] for i in waiting):
                     if worker.process.poll() is not None:
+                        worker.lost = f"exited during start-up with code {worker.process.returncode}"
                         raise ExecutionError(f"{worker.describe()} exited during start-up "
                                              f"with code {worker.process.returncode}") from None
                 if time.monotonic() > deadline:

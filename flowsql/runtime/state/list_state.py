@@ -21,7 +21,9 @@ from flowsql.errors import ExecutionError
 from flowsql.runtime.state.metadata import read_metadata, with_metadata
 
 Distribution = Literal["split", "union"]
-_KIND = "operator_list"
+#: the state kind recorded in a list state snapshot's metadata
+LIST_KIND = "operator_list"
+_KIND = LIST_KIND
 
 
 class OperatorListState:

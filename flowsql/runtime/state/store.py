@@ -11,6 +11,7 @@ state. The subtask's key groups follow from ``partitioning.key_group_range``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -20,7 +21,8 @@ from flowsql.planner.config.settings import SettingValues
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_range
 from flowsql.runtime.state.keyed_table import KeyedTableState
-from flowsql.runtime.state.list_state import Distribution, OperatorListState
+from flowsql.runtime.state.list_state import LIST_KIND, Distribution, OperatorListState
+from flowsql.runtime.state.metadata import METADATA_KEY
 from flowsql.runtime.time.timers import TimerService
 
 
@@ -98,6 +100,28 @@ def merge_snapshots(snapshots: Sequence[dict[str, pa.Table]]) -> dict[str, pa.Ta
         for name, table in snapshot.items():
             merged.setdefault(name, []).append(table)
     return {name: _concat(tables) for name, tables in merged.items()}
+
+
+def with_union_lists(own: dict[str, pa.Table], everyone: Sequence[dict[str, pa.Table]]
+                     ) -> dict[str, pa.Table]:
+    """A restore at the snapshot's parallelism: a subtask keeps its own tables, except that
+    every ``union`` list state becomes the concatenation over all old subtasks (every
+    subtask sees every entry, whatever the parallelism)."""
+    union = [name for name, table in own.items() if is_union_list(table)]
+    if not union:
+        return own
+    merged = dict(own)
+    for name in union:
+        merged[name] = _concat([snapshot[name] for snapshot in everyone if name in snapshot])
+    return merged
+
+
+def is_union_list(table: pa.Table) -> bool:
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        return False
+    description = json.loads(raw)
+    return bool(description.get("kind") == LIST_KIND and description.get("distribution") == "union")
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

@@ -18,7 +18,7 @@ from flowsql.runtime.checkpoint.backends.rocksdb import (
 )
 from flowsql.runtime.checkpoint.metadata import CheckpointMetadata
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
-from flowsql.runtime.state.store import merge_snapshots
+from flowsql.runtime.state.store import is_union_list, merge_snapshots, with_union_lists
 
 
 def restore_tables(storage: CheckpointStorage, metadata: CheckpointMetadata, operator_id: str,
@@ -41,5 +41,9 @@ def restore_tables(storage: CheckpointStorage, metadata: CheckpointMetadata, ope
         return storage.read_tables(metadata, operator_id, old)
 
     if parallelism == operator.parallelism:
-        return read(subtask)
+        own = read(subtask)
+        if not any(is_union_list(table) for table in own.values()):
+            return own
+        return with_union_lists(own, [own if old == subtask else read(old)
+                                      for old in range(operator.parallelism)])
     return merge_snapshots([read(old) for old in range(operator.parallelism)])
