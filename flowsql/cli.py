@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,6 +46,16 @@ EXIT_SQL_ERROR = 1
 EXIT_INTERNAL = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: it unwinds like Ctrl-C, so running jobs stop
+    with a final checkpoint and the worker processes are shut down before the exit."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
 
 FORMATS = ("table", "csv", "json", "changelog")
 
@@ -52,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``flowsql`` console script; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         parser = build_parser()
         try:
@@ -63,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _flush_stdout()
         print(f"Error: {error}", file=sys.stderr)
         return EXIT_SQL_ERROR
+    except Terminated:
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -100,13 +100,13 @@ class RecoveringRun:
         commits (``FINAL_CHECKPOINT_TIMEOUT_S`` at most), else at once."""
         if self._cancelled.is_set():
             return
+        self._cancelled.set()  # from here on a failure ends the job instead of a restart
         coordinator = self.coordinator
         if coordinator is not None:
             checkpoint_id = coordinator.trigger_now()
             if checkpoint_id is not None and coordinator.wait_completed(
                     checkpoint_id, FINAL_CHECKPOINT_TIMEOUT_S):
                 self._stop_attempt()
-        self._cancelled.set()
         self._cancel_attempt()
 
     def checkpoint_summary(self) -> dict[str, Any] | None:
