@@ -33,12 +33,13 @@ rows, because parsing is row by row with declared types).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import io
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,7 @@ class ScanUnit:
 
     path: str
     row_group: int
-    fragment: Any = field(default=None, compare=False, repr=False)
+    fragment: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def scan_units(table: TableEntry, filters: list[Expr]) -> list[ScanUnit]:
