@@ -28,7 +28,7 @@ import pytest
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import AggCall, SortKey
-from flowsql.planner.physical import TableScanExec
+from flowsql.planner.physical import TableScanExec, WindowAggregateExec
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
@@ -36,6 +36,7 @@ from flowsql.planner.physical_streaming import (
     RankExec,
     StreamJoinExec,
     WatermarkAssignerExec,
+    WindowedAggregateExec,
     WindowJoinExec,
 )
 from flowsql.planner.schema import Field, to_arrow_schema
@@ -55,8 +56,11 @@ from flowsql.runtime.operators.contract import PolledSource, Source
 from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.operators.window.window_specs import WindowSpec
 from flowsql.runtime.registry import create_operator
+from flowsql.session.execute.planning import plan_statement
+from flowsql.sql.statement_parser import parse_one
 from tests.harness import windows
 from tests.harness.operators import leaf, rows
+from tests.harness.window_sql_events import LATE, event_session, write_csv_files
 
 BACKENDS = ["hashmap"]
 SEEDS = range(3)
@@ -295,6 +299,49 @@ def _window_aggregate(window: WindowSpec) -> Callable[[random.Random, Path], Sce
     return scenario
 
 
+SQL_WINDOWS = {
+    "tumble": "TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND)",
+    "hop": "HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
+    "cumulate": "CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)",
+    "session": "SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL '3' SECOND)",
+}
+
+
+def _planned_window_aggregate(window: str) -> Callable[[random.Random, Path], Scenario]:
+    """The node SQL planning makes, generating its own watermarks (``watermark_delay_ms``)
+    as it does over the scan of the table that declares them."""
+    def scenario(rng: random.Random, tmp_path: Path) -> Scenario:
+        sql = (f"SELECT k, window_start, window_end, COUNT(*) AS c, SUM(v) AS s, "
+               f"COUNT(DISTINCT v) AS dv FROM TABLE({SQL_WINDOWS[window]}) "
+               "GROUP BY k, window_start, window_end")
+        directory = write_csv_files(tmp_path / "t", [LATE])
+        with event_session(directory, "streaming", 1) as session:
+            _, _, node, _ = plan_statement(session, parse_one(sql))  # type: ignore[arg-type]
+        while not isinstance(node, WindowAggregateExec):
+            node = node.inputs[0]
+        if isinstance(node.input, WatermarkAssignerExec):
+            node = dataclasses.replace(node, input=node.input.input, watermark_delay_ms=2_000)
+        schema = to_arrow_schema(node.input.schema)
+        steps = [s for s in _event_steps(rng, [_events(rng, 40)], _timestamp_batch(schema))
+                 if s[0] != "watermark"]
+        planned = node
+        return Scenario(lambda: create_operator(planned), steps)
+    return scenario
+
+
+def _cascading_window_aggregate(rng: random.Random, _: Path) -> Scenario:
+    """SUM and COUNT per 10-second window over rows that carry their window (the output
+    of a window Top-N or window join in a plan)."""
+    child, _batches = leaf(WINDOWED.empty_table())
+    k, _ts, v, ws, we = child.schema
+    calls = (AggCall("count_star", (), T.INT64), AggCall("sum", (v.ref(),), T.INT64))
+    fields = tuple(Field.fresh(f"a{i}", c.dtype) for i, c in enumerate(calls))
+    node = WindowedAggregateExec(child, (k.ref(), ws.ref(), we.ref()), (k, ws, we), calls,
+                                 fields, (ws.ref(), we.ref()), 1.0)
+    steps = _event_steps(rng, [_events(rng, 40)], _windowed_batch)
+    return Scenario(lambda: create_operator(node), steps)
+
+
 def _group_aggregate(rng: random.Random, _: Path) -> Scenario:
     schema = pa.schema([("k", pa.string()), ("v", pa.int64())])
     child, _batches = leaf(schema.empty_table())
@@ -482,6 +529,8 @@ CASES: dict[str, Callable[[random.Random, Path], Scenario]] = {
     "window-aggregate-cumulate": _window_aggregate(
         WindowSpec("cumulate", size=10_000, step=5_000)),
     "window-aggregate-session": _window_aggregate(WindowSpec("session", gap=3_000)),
+    **{f"planned-window-aggregate-{w}": _planned_window_aggregate(w) for w in SQL_WINDOWS},
+    "cascading-window-aggregate": _cascading_window_aggregate,
     "group-aggregate": _group_aggregate,
     "top-n": _rank([("v", False)], 1, 2),
     "rank-with-offset": _rank([("v", True), ("ts", False)], 2, 3, rank=True),
