@@ -27,8 +27,8 @@ import pytest
 
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry
-from flowsql.planner.expressions import AggCall, SortKey
-from flowsql.planner.physical import TableScanExec, WindowAggregateExec
+from flowsql.planner.expressions import AggCall, Literal, SortKey
+from flowsql.planner.physical import TableScanExec, ValuesExec, WindowAggregateExec
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
@@ -492,6 +492,14 @@ def _datagen_scan(rng: random.Random, _: Path) -> Scenario:
     return Scenario(lambda: create_operator(node), _pulls(20), ordered=True)
 
 
+def _values(rng: random.Random, _: Path) -> Scenario:
+    fields = (Field.fresh("id", T.INT64), Field.fresh("name", T.STRING))
+    literals = tuple((Literal(i, T.INT64), Literal(f"n{rng.randrange(4)}", T.STRING))
+                     for i in range(rng.randint(1, 30)))
+    node = ValuesExec(fields, literals, float(len(literals)))
+    return Scenario(lambda: create_operator(node), _pulls(10), ordered=True)
+
+
 def _write_files(rng: random.Random, directory: Path, fmt: str) -> None:
     directory.mkdir()
     for index in range(rng.randint(1, 4)):
@@ -549,6 +557,7 @@ CASES: dict[str, Callable[[random.Random, Path], Scenario]] = {
     "window-rank": _window_rank,
     "watermark-assigner": _watermark_assigner,
     "datagen-scan": _datagen_scan,
+    "values": _values,
     "filesystem-scan-parquet": _filesystem_scan("parquet"),
     "filesystem-scan-csv": _filesystem_scan("csv"),
     "watched-scan": _filesystem_scan("csv", watched=True),
