@@ -38,6 +38,7 @@ QUIT_WORDS = ("\\q", "quit", "exit")
 
 HELP_TEXT = """\
 Type SQL statements ended by ';' (Enter before the ';' continues the statement).
+INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status.
 Meta-commands:
   \\?          show this help
   \\q          quit (also: quit, exit, Ctrl-D)

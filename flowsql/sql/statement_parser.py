@@ -100,6 +100,11 @@ class ShowTablesStatement(Statement):
 
 
 @dataclass(frozen=True)
+class ShowJobsStatement(Statement):
+    """``SHOW JOBS`` (Flink SQL): the session's jobs, in submission order."""
+
+
+@dataclass(frozen=True)
 class DescribeStatement(Statement):
     name: str = ""
 
@@ -201,8 +206,13 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
             raise SqlSyntaxError("EXPLAIN needs a query", tokens[0].line, tokens[0].col, text)
         ast = _parse_ast(text, tokens[skip].start, end)
         return ExplainStatement(text, start, end, ast=ast, mode=mode)
-    if head == "SHOW" and words[1:2] == ["TABLES"]:
-        return ShowTablesStatement(text, start, end)
+    if head == "SHOW":
+        shown = _show_statement(text, start, end, tokens)
+        if shown is not None:
+            return shown
+    if head == "STOP" and words[1:2] == ["JOB"]:
+        raise SqlSyntaxError("STOP JOB is not supported yet; SHOW JOBS lists the jobs",
+                             *text_position(text, start), text)
     if head in ("DESCRIBE", "DESC"):
         name = "".join(t.text for t in tokens[1:]).strip('"`')
         return DescribeStatement(text, start, end, name=name)
@@ -220,6 +230,30 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         return SetStatement(text, start, end, key=key, value=value)
     ast = _parse_ast(text, start, end)
     return _from_ast(text, start, end, ast)
+
+
+#: SHOW statements by the words after SHOW
+_SHOW_STATEMENTS: dict[tuple[str, ...], type[Statement]] = {
+    ("TABLES",): ShowTablesStatement,
+    ("JOBS",): ShowJobsStatement,
+}
+
+
+def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Statement | None:
+    """``SHOW TABLES`` or ``SHOW JOBS`` (any case, comments allowed); None for another
+    SHOW, which the SQL parser then reports. The tokenizer reads SHOW as a command and
+    swallows the rest as one string token, so the rest is tokenized on its own."""
+    rest = [t for t in _tokens(_mask(text, tokens[0].end + 1, end))
+            if t.token_type != TokenType.SEMICOLON]
+    # a quoted word ("JOBS", 'JOBS') is a name or a string, not the keyword
+    words = [t.text.upper() if t.token_type == TokenType.VAR else "" for t in rest]
+    statement = _SHOW_STATEMENTS.get(tuple(words))
+    if statement is not None:
+        return statement(text, start, end)
+    if words[:1] == ["JOBS"]:
+        raise SqlSyntaxError("SHOW JOBS takes no arguments",
+                             *text_position(text, rest[1].start), text)
+    return None
 
 
 def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement:

@@ -33,11 +33,13 @@ rows, because parsing is row by row with declared types).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime
 import io
 import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +249,64 @@ def _rows_table(batches: list[pa.RecordBatch]) -> pa.Table:
 def _rebatch(batch: pa.RecordBatch, batch_size: int) -> Iterator[pa.RecordBatch]:
     for start in range(0, batch.num_rows, batch_size):
         yield batch.slice(start, batch_size)
+
+
+# Resumable scans -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScanUnit:
+    """One resumable piece of a bounded scan: a Parquet row group (``row_group`` is its id
+    in the file) or a whole CSV/JSON file (``row_group`` is -1). A scan reads its units in
+    the order :func:`scan_units` lists them, each from start to end, so where it stands is
+    a unit and a number of rows read from it."""
+
+    path: str
+    row_group: int
+    fragment: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+
+def scan_units(table: TableEntry, filters: list[Expr]) -> list[ScanUnit]:
+    """The units a scan of ``table`` under ``filters`` reads, in reading order: the same
+    list for the same files and filters (Parquet row groups pruned by statistics, in file
+    name order; text files in name order)."""
+    if _format(table.options) != "parquet":
+        return [ScanUnit(path, -1) for path in data_files(_path_option(table.options))]
+    return [ScanUnit(group.path, group.row_groups[0].id, group)
+            for group in row_groups(table, filters)]
+
+
+def read_unit(table: TableEntry, unit: ScanUnit, columns: list[str], batch_size: int,
+              metrics: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """The batches of ``unit`` (of ``columns``, in that order), exactly as :func:`scan`
+    yields that unit's rows: :func:`scan` is the concatenation of its units' reads."""
+    if unit.row_group < 0:
+        yield from scan_files(table, [unit.path], columns, [], batch_size, metrics)
+        return
+    schema = normalized_schema(table.schema)
+    out_schema = pa.schema([schema.field(c) for c in columns])
+    try:
+        for batch in unit.fragment.to_batches(schema=schema, columns=columns,
+                                              batch_size=batch_size):
+            if batch.num_rows:
+                yield _conform(batch, out_schema)
+    except (pa.ArrowException, OSError) as e:
+        raise DataError(f"cannot read Parquet file '{unit.path}': {e}") from None
+
+
+def file_sizes(table: TableEntry) -> dict[str, int]:
+    """Every data file of ``table`` with its size in bytes: what a restored scan compares
+    with the files it was reading when its position was saved."""
+    return {path: os.path.getsize(path) for path in data_files(_path_option(table.options))}
+
+
+def skip_rows(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` without their first ``rows`` rows (emitted before a restore)."""
+    for batch in batches:
+        if rows >= batch.num_rows:
+            rows -= batch.num_rows
+            continue
+        yield batch.slice(rows) if rows else batch
+        rows = 0
 
 
 # Parquet -------------------------------------------------------------------------------------

@@ -3,8 +3,14 @@
 A :class:`Job` runs a :class:`Run` -- a streaming run in this process or on worker
 processes, or in batch mode a :class:`BoundedRun` of the batch executor -- in a background
 thread so ``Session.sql("INSERT INTO ...")`` returns at
-once with a handle: ``status()``, ``cancel()``, ``wait()``, ``metrics()``. Job threads are
-daemons and the session cancels its jobs when it closes, so no job outlives its session.
+once with a handle: ``status()``, ``cancel()``, ``wait()``, ``metrics()``, ``info()``. Job
+threads are daemons and the session cancels its jobs when it closes, so no job outlives its
+session.
+
+A job's status uses Flink's job status names: RUNNING, then one of FINISHED (its inputs
+ended), CANCELED or FAILED; RESTARTING while a run that recovers from failures waits to
+restart. :meth:`Job.info` is the record ``SHOW JOBS`` lists: identity, status, start time,
+restarts and the last completed checkpoint.
 
 A :class:`ChangelogStream` is what ``Result.stream()`` iterates for a SELECT in streaming
 mode: batches with an ``op`` column (``+I``, ``-U``, ``+U``, ``-D``, as in Flink's tableau
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,11 +36,19 @@ from flowsql.runtime.changelog import LABELS, materialize, row_kinds
 from flowsql.runtime.executor import execute_batches
 
 RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
+RESTARTING = "RESTARTING"
 
 
 class Run(Protocol):
     """What a job or a streamed result drives: a :class:`StreamingRun`, its parallel
-    counterpart on worker processes, or a :class:`BoundedRun`."""
+    counterpart on worker processes, or a :class:`BoundedRun`.
+
+    A run that checkpoints and recovers also offers ``checkpoint_summary() -> dict | None``
+    (keys: ``restarts``, ``restarting``, ``last_checkpoint``, ``checkpoints_completed``,
+    ``checkpoints_failed``; ``last_checkpoint`` is None or a dict with ``id``,
+    ``duration_ms``, ``size_bytes``, ``alignment_ms``, ``completed_ms``). It is optional:
+    a job asks for it with ``getattr`` and reads a missing method or None as "no restarts,
+    no checkpoints"."""
 
     def batches(self) -> Iterator[pa.RecordBatch]: ...
 
@@ -44,6 +60,46 @@ class Run(Protocol):
     def metrics(self) -> list[dict[str, Any]]: ...
 
 
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """A completed checkpoint of a job, as its run reports it."""
+
+    #: the checkpoint's number; numbers increase within a job, across restarts
+    id: int
+    #: from triggering the checkpoint to the last acknowledgement
+    duration_ms: int
+    #: the bytes of state the checkpoint wrote
+    size_bytes: int
+    #: the longest time a task spent aligning barriers for it
+    alignment_ms: int
+    #: when it completed, epoch milliseconds
+    completed_ms: int
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One job at one moment: what ``SHOW JOBS`` lists for it (see :meth:`Job.info`).
+
+    A run that does not checkpoint (a batch-mode job, a streaming job without
+    checkpointing) reports 0 restarts, 0 checkpoints and no ``last_checkpoint``.
+    """
+
+    #: the session-wide job number, in submission order
+    id: int
+    #: what the job does, e.g. ``INSERT INTO sink``
+    name: str
+    #: RUNNING, RESTARTING, FINISHED, FAILED or CANCELED
+    status: str
+    #: when the job was submitted, epoch milliseconds
+    start_time_ms: int
+    #: how often the job restarted after a failure
+    restarts: int
+    #: the latest completed checkpoint, None before the first one completes
+    last_checkpoint: CheckpointInfo | None
+    checkpoints_completed: int
+    checkpoints_failed: int
+
+
 _ids = itertools.count(1)
 
 
@@ -53,6 +109,8 @@ class Job:
     def __init__(self, name: str, run: Run) -> None:
         self.id = next(_ids)
         self.name = name
+        #: epoch milliseconds at submission (Flink's job start time)
+        self.start_time_ms = time.time_ns() // 1_000_000
         self._run = run
         self._status = RUNNING
         self._error: FlowSQLError | None = None
@@ -72,8 +130,37 @@ class Job:
             self._status = FAILED
 
     def status(self) -> str:
-        """RUNNING, FINISHED, FAILED or CANCELED."""
-        return self._status
+        """RUNNING, RESTARTING, FINISHED, FAILED or CANCELED (see the module docstring)."""
+        return self._status_given(self._checkpoint_summary())
+
+    def info(self) -> JobInfo:
+        """The job's identity, status, start time, restarts and last checkpoint, read
+        together from one summary of its run so they agree with each other."""
+        summary = self._checkpoint_summary()
+        if summary is None:
+            return JobInfo(self.id, self.name, self._status_given(None), self.start_time_ms,
+                           restarts=0, last_checkpoint=None, checkpoints_completed=0,
+                           checkpoints_failed=0)
+        last = summary["last_checkpoint"]
+        checkpoint = None if last is None else CheckpointInfo(
+            int(last["id"]), int(last["duration_ms"]), int(last["size_bytes"]),
+            int(last["alignment_ms"]), int(last["completed_ms"]))
+        return JobInfo(self.id, self.name, self._status_given(summary), self.start_time_ms,
+                       restarts=int(summary["restarts"]), last_checkpoint=checkpoint,
+                       checkpoints_completed=int(summary["checkpoints_completed"]),
+                       checkpoints_failed=int(summary["checkpoints_failed"]))
+
+    def _checkpoint_summary(self) -> dict[str, Any] | None:
+        summarize = getattr(self._run, "checkpoint_summary", None)
+        return None if summarize is None else summarize()
+
+    def _status_given(self, summary: dict[str, Any] | None) -> str:
+        """An ended job's final status wins over what its run last reported; a live job
+        is RESTARTING while its run waits to restart, else RUNNING."""
+        status = self._status
+        if status == RUNNING and summary is not None and summary["restarting"]:
+            return RESTARTING
+        return status
 
     def cancel(self) -> None:
         self._run.cancel()
@@ -84,7 +171,7 @@ class Job:
         self._thread.join(timeout)
         if self._error is not None:
             raise self._error
-        return self._status
+        return self.status()
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for the job's thread without raising its error."""
@@ -95,7 +182,7 @@ class Job:
         return self._run.metrics()
 
     def __repr__(self) -> str:
-        return f"Job({self.id}, {self.name!r}, {self._status})"
+        return f"Job({self.id}, {self.name!r}, {self.status()})"
 
 
 class BoundedRun:

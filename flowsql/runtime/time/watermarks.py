@@ -69,6 +69,17 @@ class BoundedOutOfOrderness:
     def emitted(self) -> int:
         return self._emitted
 
+    @property
+    def current(self) -> int:
+        """``max(event time seen) - delay``, emitted or not (periodic mode lags behind)."""
+        return self._current
+
+    def resume(self, current: int, emitted: int) -> None:
+        """Continue from a saved ``current`` and ``emitted`` (a restored source): records
+        at or below the saved watermark stay possibly late, and nothing older is sent."""
+        self._current = max(current, emitted)
+        self._emitted = emitted
+
     def on_batch(self, timestamps: np.ndarray) -> BatchWatermarks:
         """Account a batch of event times (int64 ms, in arrival order)."""
         if not len(timestamps):

@@ -3,8 +3,8 @@
 This is where the layers meet: the sql layer parses and binds, the optimizer rewrites and
 picks physical operators (``planning``), the runtime or spark executes (``query``,
 ``insert``). ``ddl`` changes the catalog, ``describe`` shows it, ``set`` changes the
-settings, ``explain`` shows plans. :func:`execute_statement` dispatches on the statement's
-type through one table.
+settings, ``explain`` shows plans, ``jobs`` lists the submitted jobs.
+:func:`execute_statement` dispatches on the statement's type through one table.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from flowsql.session.execute.ddl import (
 from flowsql.session.execute.describe import execute_describe, execute_show_tables
 from flowsql.session.execute.explain import execute_explain
 from flowsql.session.execute.insert import execute_insert
+from flowsql.session.execute.jobs import execute_show_jobs
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
 from flowsql.sql.statement_parser import (
@@ -33,6 +34,7 @@ from flowsql.sql.statement_parser import (
     InsertStatement,
     QueryStatement,
     SetStatement,
+    ShowJobsStatement,
     ShowTablesStatement,
     Statement,
 )
@@ -62,6 +64,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     CreateViewStatement: execute_create_view,
     DropStatement: execute_drop,
     ShowTablesStatement: execute_show_tables,
+    ShowJobsStatement: execute_show_jobs,
     DescribeStatement: execute_describe,
     SetStatement: execute_set,
 }

@@ -23,6 +23,10 @@ fires everything: the runner sends +infinity when this operator's input ends.
 The clock is injectable so tests fix it. It returns integer epoch milliseconds, read the
 way ``PROCTIME()`` reads them (``time.watermarks.epoch_ms``): a float ``time.time()``
 rounded differently could put the watermark on a later row's proctime.
+
+State: the last watermark sent (union list state, the minimum over the old subtasks on a
+rescaled restore), so a restored operator whose clock reads behind the failed run's (a
+clock adjustment, another machine) sends nothing older than what already went out.
 """
 
 from __future__ import annotations
@@ -31,11 +35,15 @@ from collections.abc import Callable, Iterable
 from typing import TypeAlias
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from flowsql.planner.physical_streaming import ProctimeWatermarkExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK, epoch_ms
+
+_SENT = pa.schema([pa.field("sent", pa.int64(), nullable=False)])
 
 #: what the operator emits: batches and the watermarks after them
 Element: TypeAlias = pa.RecordBatch | Watermark
@@ -55,6 +63,8 @@ class ProctimeWatermarkOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         self._last = MIN_WATERMARK  # the last watermark sent; only advances are sent
+        self._store = StateStore.for_context(context)
+        self._sent = self._store.list_state("watermark", _SENT, "union")
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[Element]:  # type: ignore[override]
         return [batch, *self._tick()]
@@ -62,6 +72,15 @@ class ProctimeWatermarkOperator(Operator):
     def process_watermark(self, watermark: int) -> Iterable[pa.RecordBatch]:
         """Upstream event time is not this stream's time: ignored."""
         return ()
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        self._sent.update(pa.table({"sent": [self._last]}, schema=_SENT))
+        return self._store.snapshot()
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._store.restore(state)
+        if self._sent.rows.num_rows:
+            self._last = int(pc.min(self._sent.rows.column("sent")).as_py())
 
     def on_idle(self) -> Iterable[Element]:
         """Nothing moved: the clock did, and windows may be due."""

@@ -14,6 +14,15 @@ timers merely fire a little later, at the next split or the end of the batch. Th
 therefore equals per-record emission, however the input is chunked.
 
 Records whose rowtime is NULL pass through without moving the watermark.
+
+State: the generator's ``max(event time seen) - delay`` (``current``), the watermark it
+emitted and the last one this operator sent, as one union list-state row per subtask. A
+restored assigner resumes from them, so a record the failed run would have judged
+possibly late still is, and no watermark older than one already sent goes out again
+(Flink does not checkpoint its watermark generators: they restart from no watermark, and
+a record the failed run had judged late may then pass as on time). A rescaled
+restore takes the minimum of each over the old subtasks: a subtask then treats nothing as
+late that every old subtask would not have.
 """
 
 from __future__ import annotations
@@ -23,13 +32,19 @@ from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from flowsql.planner.physical_streaming import WatermarkAssignerExec
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.time.watermarks import MIN_WATERMARK, BoundedOutOfOrderness
+
+_PROGRESS = pa.schema([pa.field("current", pa.int64(), nullable=False),
+                       pa.field("emitted", pa.int64(), nullable=False),
+                       pa.field("sent", pa.int64(), nullable=False)])
 
 #: what the assigner emits: batches and the watermarks between them
 Element: TypeAlias = pa.RecordBatch | Watermark
@@ -49,6 +64,8 @@ class WatermarkAssignerOperator(Operator):
         self._time = compile_expr(self.node.time_column, self.node.input.schema)
         self._generator = BoundedOutOfOrderness(self.node.delay_ms, self.node.interval_ms)
         self._last = MIN_WATERMARK  # the last watermark sent; only advances are sent
+        self._store = StateStore.for_context(context)
+        self._progress = self._store.list_state("watermark", _PROGRESS, "union")
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[Element]:  # type: ignore[override]
         out: list[Element] = []
@@ -86,6 +103,22 @@ class WatermarkAssignerOperator(Operator):
             yield batch
         if marks.emit is not None:
             yield Watermark(marks.emit)
+
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        self._progress.update(pa.table({"current": [self._generator.current],
+                                        "emitted": [self._generator.emitted],
+                                        "sent": [self._last]}, schema=_PROGRESS))
+        return self._store.snapshot()
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._store.restore(state)
+        rows = self._progress.rows
+        if not rows.num_rows:
+            return
+        lowest = [int(pc.min(rows.column(name)).as_py()) for name in _PROGRESS.names]
+        current, emitted, sent = lowest
+        self._generator.resume(current, emitted)
+        self._last = sent
 
     def on_idle(self) -> Iterable[Element]:
         """Periodic emission while no records arrive (positive intervals only)."""
