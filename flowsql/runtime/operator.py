@@ -67,6 +67,10 @@ class OperatorContext:
     #: 0 on the first run, +1 per restart from a checkpoint (a restored run's files never
     #: collide with the failed run's)
     attempt: int = 0
+    #: the run takes checkpoints: at the end of the input a final checkpoint follows
+    #: ``end_input`` before ``close``, so a two-phase-commit sink commits its last rows on
+    #: that checkpoint's completion instead of at ``end_input``
+    checkpointing: bool = False
 
 
 class Operator:

@@ -39,6 +39,7 @@ class BufferedWriter:
         self._cond = threading.Condition()
         self._error: Exception | None = None
         self._stopped = False
+        self._finished = False
         if settings.buffer_timeout_ms > 0:
             threading.Thread(target=self._flush_on_time, name=f"flusher {channel.name}",
                              daemon=True).start()
@@ -71,7 +72,11 @@ class BufferedWriter:
             self._flush_locked()
 
     def finish(self) -> None:
-        """Flush, send EndOfInput, stop the flusher, close the channel."""
+        """Flush, send EndOfInput, stop the flusher, close the channel; once (a task may
+        end its outputs before it returns, the worker ends them again after)."""
+        if self._finished:
+            return
+        self._finished = True
         self.emit(EndOfInput())
         self._stop()
         self.channel.close()

@@ -12,10 +12,12 @@ files no retained checkpoint references are deleted). A checkpoint that fails (d
 expired, metadata not written) is deleted; more consecutive failures than
 ``execution.checkpointing.tolerable-failed-checkpoints`` fail the job (``fail_job``).
 
-Once one task of the job has finished (a bounded source ended), no further checkpoint can
-complete -- that task acknowledges nothing -- so the coordinator stops triggering and drops
-the pending ones; recovery then restores the last checkpoint taken before, which is
-consistent.
+The end of a bounded job: once one task reached the end of its input
+(``input_ended``), periodic checkpoints stop -- a task whose inputs all ended sees no
+barrier any more -- and pending ones are dropped. When every task got there, the final
+checkpoint is triggered (``final``): each task snapshots its final state at once, and its
+completion lets the two-phase-commit sinks commit their last files before the tasks end.
+A failed final checkpoint fails the job (its restart restores the latest checkpoint).
 """
 
 from __future__ import annotations
@@ -67,12 +69,17 @@ class CheckpointCoordinator:
     def __init__(self, settings: CheckpointSettings, storage: CheckpointStorage,
                  vertices: Sequence[JobVertex], *,
                  trigger: Callable[[int, int], None], complete: Callable[[int], None],
-                 fail_job: Callable[[str], None], next_checkpoint_id: int = 1) -> None:
+                 fail_job: Callable[[str], None], final: Callable[[int], None],
+                 tasks: int, next_checkpoint_id: int = 1) -> None:
         self.settings = settings
         self.storage = storage
         self._trigger = trigger
         self._complete = complete
         self._fail_job = fail_job
+        self._final = final
+        self._tasks = tasks
+        self._ended_tasks = 0
+        self.final_checkpoint_id: int | None = None
         self._lock = threading.RLock()
         self._state = CheckpointCoordinatorState(storage.job_id, settings.coordinator,
                                                  vertices, _now_ms(), next_checkpoint_id)
@@ -114,6 +121,26 @@ class CheckpointCoordinator:
             aborted = self._state.abort_all("a task of the job finished")
         for abort in aborted:
             self._discard(abort)
+
+    def input_ended(self) -> None:
+        """A task reached the end of its input. Periodic checkpoints stop (a task whose
+        inputs all ended sees no barrier any more); once every task got there, the final
+        checkpoint is triggered: each task snapshots its final state at once."""
+        with self._lock:
+            self._ended_tasks += 1
+            first = self._ended_tasks == 1
+            aborted = (self._state.abort_all("the input of a task ended") if first else ())
+            if first:
+                self._finished_task = True  # no more periodic triggers
+            result = None
+            if self._ended_tasks == self._tasks and not self._stopped.is_set():
+                result = self._state.trigger(_now_ms(), force=True)
+                assert isinstance(result, Triggered)
+                self.final_checkpoint_id = result.checkpoint_id
+        for abort in aborted:
+            self._discard(abort)
+        if result is not None:
+            self._final(result.checkpoint_id)
 
     # -- triggering --------------------------------------------------------------------------
 
@@ -213,7 +240,10 @@ class CheckpointCoordinator:
         self._discard(aborted)
         with self._completed:
             self._completed.notify_all()
-        if aborted.fail_job:
+        if aborted.checkpoint_id == self.final_checkpoint_id:
+            self._fail_job(f"the final checkpoint {aborted.checkpoint_id} failed "
+                           f"({aborted.reason})")
+        elif aborted.fail_job:
             self._fail_job(f"checkpoint {aborted.checkpoint_id} failed ({aborted.reason}) "
                            "and no more failed checkpoints are tolerated "
                            "(execution.checkpointing.tolerable-failed-checkpoints)")

@@ -176,12 +176,15 @@ class CheckpointCoordinatorState:
 
     # -- triggering --------------------------------------------------------------------------
 
-    def trigger(self, now_ms: int, kind: str = "checkpoint") -> Triggered | NotTriggered:
+    def trigger(self, now_ms: int, kind: str = "checkpoint",
+                force: bool = False) -> Triggered | NotTriggered:
         """Start checkpoint ``next_checkpoint_id`` if the rules allow it now; ``kind`` is
-        ``checkpoint`` or ``savepoint``."""
+        ``checkpoint`` or ``savepoint``. ``force`` (the final checkpoint of a job whose
+        input ended, the one a stop takes) passes interval, pause and concurrency, as a
+        savepoint does."""
         if kind not in ("checkpoint", "savepoint"):
             raise ValueError(f"unknown checkpoint kind {kind!r}")
-        if kind == "checkpoint":
+        if kind == "checkpoint" and not force:
             refusal = self._refusal(now_ms)
             if refusal is not None:
                 return refusal

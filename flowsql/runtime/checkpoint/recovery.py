@@ -139,14 +139,16 @@ class RecoveringRun:
         """Whatever the next attempt needs (new workers for lost ones)."""
 
     def _new_coordinator(self, vertices: Any, trigger: Any, complete: Any,
-                         fail_job: Any) -> CheckpointCoordinator | None:
+                         fail_job: Any, final: Any, tasks: int
+                         ) -> CheckpointCoordinator | None:
         """The coordinator of one attempt (None when checkpointing is off); ids go on from
         the previous attempt's."""
         if self.checkpointing is None or self.storage is None:
             return None
         coordinator = CheckpointCoordinator(
             self.checkpointing, self.storage, vertices, trigger=trigger, complete=complete,
-            fail_job=fail_job, next_checkpoint_id=self._next_checkpoint_id)
+            fail_job=fail_job, final=final, tasks=tasks,
+            next_checkpoint_id=self._next_checkpoint_id)
         self.coordinator = coordinator
         return coordinator
 

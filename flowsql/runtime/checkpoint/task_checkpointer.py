@@ -20,7 +20,9 @@ Commands from the coordinator arrive on ``commands`` (any thread) and are carrie
 the start of the run's next turn, in order: ``trigger`` (a barrier for the task's own
 sources), ``complete`` (``notify_checkpoint_complete`` on every operator: a two-phase-commit
 sink publishes its files), ``stop`` (end the run; a stop follows the completion of the
-final checkpoint, so the sink has committed everything before it).
+checkpoint a cancel takes, so the sink has committed everything before it), and, once
+every input of the task ended (``on_end_of_input``), ``final``: the job's last checkpoint,
+taken when every task of the job reached the end of its input.
 """
 
 from __future__ import annotations
@@ -85,15 +87,23 @@ class Decline:
     reason: str
 
 
+@dataclass(frozen=True)
+class InputEnded:
+    """Every input of the task ended; it waits for the job's final checkpoint."""
+
+
 class TaskCheckpointer:
     """See the module docstring. ``gate_channels`` is the number of exchange channels,
     ``own_sources`` whether the task has sources of its own; ``report`` receives each
     :class:`Acknowledgement` or :class:`Decline` (from the writer thread)."""
 
     def __init__(self, mode: CheckpointingMode, gate_channels: int, own_sources: bool,
-                 persist: Persist, report: Callable[[Acknowledgement | Decline], None],
+                 persist: Persist,
+                 report: Callable[[Acknowledgement | Decline | InputEnded], None],
                  gate: ChannelBlocking | None = None,
-                 commands: queue.SimpleQueue[dict[str, Any]] | None = None) -> None:
+                 commands: queue.SimpleQueue[dict[str, Any]] | None = None,
+                 cancelled: threading.Event | None = None,
+                 before_final: Callable[[], None] | None = None) -> None:
         self.mode = mode
         self.gate = gate
         self.gate_channels = gate_channels
@@ -108,6 +118,8 @@ class TaskCheckpointer:
                                         name="checkpoint writer")
         self._writer.start()
         self._gate_blocked: set[int] = set()
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._before_final = before_final
         #: the completed checkpoint this task was notified of last
         self.last_notified: int | None = None
 
@@ -154,6 +166,35 @@ class TaskCheckpointer:
                 and not self.aligner.is_finished(self.local_channel)):
             self._carry_out(run, self.aligner.on_element(self.local_channel, EndOfInput(),
                                                          _now_ms()))
+
+    def on_end_of_input(self, run: CheckpointedRun) -> None:
+        """Every input ended: end the task's outputs (``before_final``: receivers must see
+        the end to reach theirs), tell the coordinator, and wait -- carrying out commands --
+        until the final checkpoint completed, a stop, or the job is cancelled. The final
+        snapshot is taken at once: the task's state is final, no barrier is needed."""
+        if self._before_final is not None:
+            self._before_final()
+        self._report(InputEnded())
+        final: int | None = None
+        while not self._cancelled.is_set():
+            try:
+                command = self.commands.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            kind = command["type"]
+            if kind == "final":
+                final = int(command["checkpoint"])
+                started = time.perf_counter()
+                tables = run.snapshot(final)
+                self._writes.put((final, tables, 0, (time.perf_counter() - started) * 1000))
+            elif kind == "complete":
+                checkpoint_id = int(command["checkpoint"])
+                run.notify_checkpoint_complete(checkpoint_id)
+                self.last_notified = checkpoint_id
+                if final is not None and checkpoint_id >= final:
+                    return
+            elif kind == "stop":
+                return
 
     def gate_barrier_read(self, channel: int) -> None:
         """The gate handed out a barrier of ``channel``: in exactly-once mode stop reading

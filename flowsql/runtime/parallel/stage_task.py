@@ -117,6 +117,14 @@ class StageOutput:
         if self.result is not None:
             self.result.finish()
 
+    def finish_all(self) -> None:
+        """The end of the input: every receiver (the next stage's subtasks, or the
+        coordinator) gets its EndOfInput now, not when the task returns."""
+        self.finish()
+        if self.partitioner is not None:
+            for writer in self.partitioner.writers:
+                writer.finish()
+
     def abort(self, reason: str) -> None:
         if self.result is not None:
             self.result.abort(reason)

@@ -92,7 +92,9 @@ class ParallelStreamingRun(RecoveringRun):
             coordinator = self._new_coordinator(
                 self._vertices(), trigger=lambda n, ts: self._trigger(job, tasks, n, ts),
                 complete=lambda n: job.send({"type": "complete", "checkpoint": n}),
-                fail_job=lambda reason: self._fail(job, reason))
+                fail_job=lambda reason: self._fail(job, reason),
+                final=lambda n: job.send({"type": "final", "checkpoint": n}),
+                tasks=len(tasks))
             if coordinator is not None:
                 job.on_message = lambda task, message: self._on_task_message(
                     coordinator, message)
@@ -131,6 +133,8 @@ class ParallelStreamingRun(RecoveringRun):
                                     int(message.get("alignment_ms", 0)))
         elif kind == "checkpoint_decline":
             coordinator.decline(int(message["checkpoint"]), str(message["reason"]))
+        elif kind == "input_ended":
+            coordinator.input_ended()
 
     def _fail(self, job: Job, reason: str) -> None:
         job._cluster._fail_job(job, ExecutionError(reason))

@@ -36,6 +36,7 @@ from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.checkpoint.task_checkpointer import (
     Acknowledgement,
     Decline,
+    InputEnded,
     TaskCheckpointer,
 )
 from flowsql.runtime.checkpoint.task_state import RestoreSource, TaskState, restore_states
@@ -74,7 +75,7 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
     output = StageOutput(context, plan)
     idleness = _Idleness(output, idle_timeout_ms(dict(context.settings)))
     checkpoints = TaskCheckpoints.of(context, plan, reader,
-                                     sum(len(c) for c in channels.values()))
+                                     sum(len(c) for c in channels.values()), output)
     run = StreamingRun(plan, dict(context.settings), operators=operator,
                        subtask_index=context.subtask, parallelism=parallelism,
                        where=f" in subtask {context.subtask} of {parallelism} of {context.name}",
@@ -119,7 +120,7 @@ class TaskCheckpoints:
 
     def __init__(self, context: TaskContext, settings: CheckpointSettings | None,
                  config: Mapping[str, Any], reader: GateReader, gate_channels: int,
-                 own_sources: bool) -> None:
+                 own_sources: bool, output: StageOutput) -> None:
         self.job_id = str(config["job_id"])
         self.attempt = int(config["attempt"])
         self.settings = settings
@@ -132,17 +133,18 @@ class TaskCheckpoints:
             self.checkpointer = TaskCheckpointer(
                 settings.mode, gate_channels, own_sources, self.state.persist,
                 lambda message: _send_report(context, message), gate=reader,
-                commands=context.commands)
+                commands=context.commands, cancelled=context.cancelled,
+                before_final=output.finish_all)
             reader.on_barrier_read = self.checkpointer.gate_barrier_read
 
     @classmethod
     def of(cls, context: TaskContext, plan: PhysicalPlan, reader: GateReader,
-           gate_channels: int) -> TaskCheckpoints | None:
+           gate_channels: int, output: StageOutput) -> TaskCheckpoints | None:
         config = context.config.get("checkpoint")
         if not config:
             return None
         return cls(context, CheckpointSettings.of(context.settings), config, reader,
-                   gate_channels, _has_own_sources(plan))
+                   gate_channels, _has_own_sources(plan), output)
 
     def restored(self, plan: PhysicalPlan, context: TaskContext
                  ) -> dict[str, dict[str, pa.Table]] | None:
@@ -165,8 +167,11 @@ def _has_own_sources(plan: PhysicalPlan) -> bool:
     return any(_has_own_sources(child) for child in plan.inputs)
 
 
-def _send_report(context: TaskContext, message: Acknowledgement | Decline) -> None:
-    if isinstance(message, Acknowledgement):
+def _send_report(context: TaskContext, message: Acknowledgement | Decline | InputEnded
+                 ) -> None:
+    if isinstance(message, InputEnded):
+        context.send({"type": "input_ended"})
+    elif isinstance(message, Acknowledgement):
         context.send({"type": "checkpoint_ack", "checkpoint": message.checkpoint_id,
                       "states": {op: state.to_dict() for op, state in message.states.items()},
                       "alignment_ms": message.alignment_ms})

@@ -32,16 +32,20 @@ each operator's own metrics (late records dropped, parse errors ignored) they fo
 job's metrics.
 
 Checkpoints (:class:`RunCheckpointing`, given by the task that owns the run): every
-operator has an id (``operator_ids``: its position in the tree, after the task's prefix);
-``checkpointing.on_turn`` runs before every turn (triggers, completion notices), a
-barrier or channel end an exchange input returns (``ChannelEvent``) goes to
-``checkpointing.on_channel_event`` in order with the batches around it, local sources are not
-polled while ``checkpointing.sources_paused`` (an alignment waits for an exchange input),
-``on_sources_finished`` says when the last of the task's own sources ended (exchange
-inputs, ``exchange_input = True``, are not the task's own), ``snapshot`` takes every
-operator's state between two elements, and ``emit_barrier``
-queues the barrier behind the output produced before it. A restored run calls each
-operator's ``restore_state`` right after ``open``.
+operator has an id (``operator_ids``: its position in the tree, after the task's prefix).
+
+* ``checkpointing.on_turn`` runs before every turn (triggers, completion notices);
+* a barrier or channel end an exchange input returns (``ChannelEvent``) goes to
+  ``checkpointing.on_channel_event`` in order with the batches around it;
+* the task's own sources are not polled while ``checkpointing.sources_paused`` (an
+  alignment waits for an exchange input); ``on_sources_finished`` says when the last of
+  them ended (exchange inputs, ``exchange_input = True``, are not the task's own);
+* ``snapshot`` takes every operator's state between two elements, ``emit_barrier``
+  queues the barrier behind the output produced before it;
+* ``on_end_of_input`` runs once every input ended: the final checkpoint. Operators are
+  closed only after it, so a two-phase-commit sink commits its last rows when it completes.
+
+A restored run calls each operator's ``restore_state`` right after ``open``.
 """
 
 from __future__ import annotations
@@ -84,6 +88,8 @@ class RunCheckpointing(Protocol):
 
     def on_sources_finished(self, run: StreamingRun) -> None: ...
 
+    def on_end_of_input(self, run: StreamingRun) -> None: ...
+
 
 @dataclass(frozen=True)
 class ChannelEvent:
@@ -110,6 +116,7 @@ class _Vertex:
     records_out: int = 0
     watermark: int = MIN_WATERMARK
     produced: Iterator[pa.RecordBatch] | None = None
+    ended: bool = False
     closed: bool = False
     metrics: dict[str, Any] = field(default_factory=dict)
 
@@ -187,7 +194,8 @@ class StreamingRun:
                                           memory=self._job.memory, metrics=vertex.metrics,
                                           subtask_index=self._subtask_index,
                                           parallelism=self._parallelism,
-                                          job_id=self._job_id, attempt=self._attempt)
+                                          job_id=self._job_id, attempt=self._attempt,
+                                          checkpointing=self._checkpointing is not None)
                 _guarded(vertex.label, vertex.operator.open, context)
             if self._restore is not None:
                 for vertex in self._vertices:
@@ -207,7 +215,7 @@ class StreamingRun:
                         continue  # the task's own sources wait while an alignment is pending
                     if self._poll(source, 0.0):
                         progressed = True
-                    if source.closed:
+                    if source.ended:
                         active.remove(source)
                         if checkpointing is not None and own and not any(
                                 not getattr(s.operator, "exchange_input", False)
@@ -217,6 +225,10 @@ class StreamingRun:
                 if not progressed and active:
                     self._idle(active)
                     yield from self._drain()
+            if checkpointing is not None and not active and not self._cancelled.is_set():
+                yield from self._drain()
+                checkpointing.on_end_of_input(self)  # the final checkpoint
+                yield from self._drain()
         finally:
             self._close_all()
 
@@ -258,7 +270,7 @@ class StreamingRun:
         if self._on_idle is not None:
             self._on_idle()
         for vertex in self._vertices:
-            if vertex.closed:
+            if vertex.ended:
                 continue
             on_idle = getattr(vertex.operator, "on_idle", None)
             if on_idle is not None:
@@ -335,8 +347,11 @@ class StreamingRun:
             self._forward_watermark(vertex, watermark)
 
     def _finish(self, vertex: _Vertex) -> None:
-        """``vertex`` will emit nothing more: end its consumer's input."""
-        self._close(vertex)
+        """``vertex`` will emit nothing more: end its consumer's input. With checkpoints
+        the operator stays open until the final checkpoint (its state is snapshotted)."""
+        vertex.ended = True
+        if self._checkpointing is None:
+            self._close(vertex)
         consumer = vertex.consumer
         if consumer is None:
             return

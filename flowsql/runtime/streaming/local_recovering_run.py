@@ -25,6 +25,7 @@ from flowsql.runtime.checkpoint.recovery import FINAL_CHECKPOINT_TIMEOUT_S, Reco
 from flowsql.runtime.checkpoint.task_checkpointer import (
     Acknowledgement,
     Decline,
+    InputEnded,
     TaskCheckpointer,
 )
 from flowsql.runtime.checkpoint.task_state import RestoreSource, TaskState, restore_states
@@ -43,6 +44,7 @@ class LocalRecoveringRun(RecoveringRun):
         self._checkpointer: TaskCheckpointer | None = None
         self._failure: str | None = None
         self._ended = threading.Event()
+        self._ended_early = threading.Event()
 
     def _attempt(self, restore: RestoreSource | None, attempt: int
                  ) -> Iterator[pa.RecordBatch]:
@@ -52,12 +54,14 @@ class LocalRecoveringRun(RecoveringRun):
                     if restore is not None else None)
         self._failure = None
         self._ended.clear()
+        self._ended_early = threading.Event()
         task_state: TaskState | None = None
         checkpointer: TaskCheckpointer | None = None
         if self.checkpointing is not None:
             task_state = TaskState(self.checkpointing, self.job_id, 0)
             checkpointer = TaskCheckpointer(self.checkpointing.mode, 0, True,
-                                            task_state.persist, self._report)
+                                            task_state.persist, self._report,
+                                            cancelled=self._ended_early)
             max_parallelism = SettingValues(self.settings).integer("max_parallelism")
             self._new_coordinator(
                 [JobVertex(operator_id, 1, max_parallelism) for operator_id in ids],
@@ -65,7 +69,10 @@ class LocalRecoveringRun(RecoveringRun):
                     {"type": "trigger", "checkpoint": n, "timestamp": ts}),
                 complete=lambda n: checkpointer.commands.put(  # type: ignore[union-attr]
                     {"type": "complete", "checkpoint": n}),
-                fail_job=self._fail)
+                fail_job=self._fail,
+                final=lambda n: checkpointer.commands.put(  # type: ignore[union-attr]
+                    {"type": "final", "checkpoint": n}),
+                tasks=1)
         self._checkpointer = checkpointer
         run = StreamingRun(self.plan, self.settings, job_id=self.job_id, attempt=attempt,
                            checkpointing=checkpointer, restore=restored)
@@ -92,20 +99,24 @@ class LocalRecoveringRun(RecoveringRun):
                 task_state.close()
             self._ended.set()
 
-    def _report(self, message: Acknowledgement | Decline) -> None:
+    def _report(self, message: Acknowledgement | Decline | InputEnded) -> None:
         coordinator = self.coordinator
         if coordinator is None:
             return
         if isinstance(message, Acknowledgement):
             coordinator.acknowledge(message.checkpoint_id, message.states,
                                     message.alignment_ms)
-        else:
+        elif isinstance(message, Decline):
             coordinator.decline(message.checkpoint_id, message.reason)
+        else:
+            coordinator.input_ended()
 
     def _fail(self, reason: str) -> None:
         self._failure = reason
+        self._ended_early.set()  # also ends a wait for the final checkpoint
 
     def _cancel_attempt(self) -> None:
+        self._ended_early.set()
         if self._run is not None:
             self._run.cancel()
 

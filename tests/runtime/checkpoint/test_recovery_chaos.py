@@ -87,7 +87,7 @@ def _check_append_only(session: Any, tmp_path: Path, query: str, seed: int) -> N
     out = _sink(session, tmp_path, name, columns)
     rows, job = insert_rows(session, f"INSERT INTO {name} {select}", out, kill_times(seed),
                             seed)
-    assert job._run.checkpoint_summary()["restarts"] >= 1  # the kills were recovered from
+    assert job.info().restarts >= 1  # the kills were recovered from
     missing, extra = expected - rows, rows - expected
     assert not missing and not extra, (f"{sum(missing.values())} rows missing, "
                                        f"{sum(extra.values())} extra")

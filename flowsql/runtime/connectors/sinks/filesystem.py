@@ -90,6 +90,8 @@ class FileSink(TableSink):
         else:
             self.pending = PendingFiles(self.directory, context)
             self.prefix = part_prefix(context.job_id, context.attempt, context.subtask_index)
+        #: the run takes a final checkpoint after the end of the input (see ``finish``)
+        self.final_checkpoint = self.pending is not None and context.checkpointing
         self.count = 0
         self._file: _PartFile | None = None
         self._finished = False
@@ -124,6 +126,8 @@ class FileSink(TableSink):
 
     def finish(self) -> None:
         self._roll()
+        if self.pending is not None and self.final_checkpoint:
+            return  # the final checkpoint claims the last files and commits them
         if self.pending is not None:
             self.pending.commit_everything()
         self._finished = True
