@@ -4,6 +4,7 @@ shared files, rescaled restores."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -366,3 +367,23 @@ def test_rocksdb_instance_lives_under_the_local_dir_until_closed(local_storage, 
 def test_unknown_backend_is_a_configuration_error(local_storage):
     with pytest.raises(ConfigError, match="unknown state backend 'memory'"):
         snapshot_backend("memory", local_storage, "agg", 0)
+
+
+def test_restore_refuses_file_names_that_leave_the_download_directory(local_storage,
+                                                                      local_dir):
+    backend = snapshot_backend("rocksdb", local_storage, "agg", 0, incremental=True,
+                               local_dir=local_dir)
+    try:
+        state = backend.write(1, _filled(0, 1, 16, 10).snapshot())
+    finally:
+        backend.close()
+    escaping = dataclasses.replace(state, files=(
+        *state.files, dataclasses.replace(state.files[0], state="rocksdb/../CURRENT")))
+    metadata = _commit(local_storage, 1, 16, [escaping])
+    with pytest.raises(ExecutionError, match="not a plain file name"):
+        restore_tables(local_storage, metadata, "agg", 0, 1, local_dir=local_dir)
+    foreign = dataclasses.replace(state, shared_files=(*state.shared_files, "shared/x.sst"))
+    metadata = _commit(local_storage, 2, 16, [foreign])
+    with pytest.raises(ExecutionError, match="not an SST file"):
+        restore_tables(local_storage, metadata, "agg", 0, 1, local_dir=local_dir)
+    assert os.listdir(os.path.join(local_dir, "job%2F1", "agg")) == []
