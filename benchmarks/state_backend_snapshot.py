@@ -33,7 +33,7 @@ import pyarrow.fs as pafs
 from flowsql.runtime.checkpoint.backends import restore_tables, snapshot_backend
 from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, OperatorState
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
-from flowsql.runtime.state import KEY_GROUP
+from flowsql.runtime.state import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
 
 SCHEMA = pa.schema([("key", pa.string()), ("count", pa.int64()), ("sum", pa.float64())])
@@ -50,7 +50,7 @@ class Run:
     restore_seconds: float = 0.0
 
 
-def _store(rows: int, max_parallelism: int) -> StateStore:
+def _store(rows: int, max_parallelism: int) -> tuple[StateStore, KeyedTableState]:
     store = StateStore(0, 1, max_parallelism)
     state = store.keyed_table("totals", SCHEMA)
     keys = pa.array([f"key-{i:08d}" for i in range(rows)])
@@ -59,12 +59,11 @@ def _store(rows: int, max_parallelism: int) -> StateStore:
     state.replace(pa.table({KEY_GROUP: pa.array(groups, pa.int32()), "key": keys,
                             "count": pa.array(rng.integers(0, 1_000, rows)),
                             "sum": pa.array(rng.random(rows) * 1_000)}))
-    return store
+    return store, state
 
 
-def _change(store: StateStore, groups: np.ndarray, step: int) -> None:
+def _change(state: KeyedTableState, groups: np.ndarray, step: int) -> None:
     """New values for every row of ``groups`` (a counter increment and a new sum)."""
-    state = store._keyed["totals"]
     rows = state.rows
     hit = np.isin(rows.column(KEY_GROUP).to_numpy(), groups)
     count = rows.column("count").to_numpy() + hit
@@ -81,7 +80,7 @@ def _files(storage: CheckpointStorage) -> dict[str, int]:
 
 def _run(label: str, kind: str, incremental: bool, args: argparse.Namespace,
          workdir: Path) -> Run:
-    store = _store(args.rows, args.max_parallelism)
+    store, state = _store(args.rows, args.max_parallelism)
     storage = CheckpointStorage.from_uri(str(workdir / label.replace(" ", "-")), "bench")
     local_dir = str(workdir / "rocksdb")
     rng = np.random.default_rng(11)
@@ -92,17 +91,17 @@ def _run(label: str, kind: str, incremental: bool, args: argparse.Namespace,
     try:
         for n in range(1, args.checkpoints + 1):
             if n > 1:
-                _change(store, rng.choice(args.max_parallelism, per_checkpoint, replace=False),
+                _change(state, rng.choice(args.max_parallelism, per_checkpoint, replace=False),
                         n)
             before = _files(storage)
             tables = store.snapshot()
             started = time.perf_counter()
-            state = backend.write(n, tables)
+            acknowledged = backend.write(n, tables)
             run.seconds.append(time.perf_counter() - started)
             after = _files(storage)
             run.uploaded.append(sum(size for path, size in after.items() if path not in before))
             metadata = CheckpointMetadata("bench", n, n, n, (
-                OperatorState("agg", 1, args.max_parallelism, (state,)),))
+                OperatorState("agg", 1, args.max_parallelism, (acknowledged,)),))
             storage.commit(metadata)
             storage.apply_retention(num_retained=1)
     finally:

@@ -6,10 +6,16 @@ rewrites only the key groups that changed. The encoding, for a state table named
 * ``<name>\\x00``: the table's schema as an Arrow IPC schema message, metadata included,
   so a state without rows reads back with its exact schema and state description;
 * ``<name>\\x00<part>``, ``<part>`` a 4-byte big-endian unsigned integer: an Arrow IPC
-  record batch message (uncompressed: the store compresses its blocks) with the rows of
-  one part. A table whose first column is the int32 ``__key_group`` column (keyed state,
-  timers) has one part per key group present; any other table (list state) is one part,
-  ``0``. Parts without rows have no entry.
+  stream (the schema without the table's metadata, any dictionaries, one record batch;
+  uncompressed: the store compresses its blocks) with the rows of one part. A table whose
+  first column is the int32 ``__key_group`` column (keyed state, timers) has one part per
+  key group present; any other table (list state) is one part, ``0``. Parts without rows
+  have no entry.
+
+A part's bytes depend only on its rows (and on the schema and dictionaries): each part is
+copied into buffers of its own before it is written. A zero-copy slice would not do: its
+validity bitmaps and buffers can carry bits of the neighbouring rows, so a change in one
+key group would change the bytes of the next, and an incremental snapshot would rewrite it.
 
 Big-endian parts make the store's bytewise key order the key-group order, so reading the
 entries of a name in key order and concatenating them gives the table's rows ordered by key
@@ -56,9 +62,9 @@ def table_entries(name: str, table: pa.Table) -> Iterator[tuple[bytes, pa.Buffer
     yield schema_key(name), table.schema.serialize()
     if table.num_rows == 0:
         return
-    batch = table.combine_chunks().to_batches()[0]
+    batch = table.replace_schema_metadata(None).combine_chunks().to_batches()[0]
     if not is_key_grouped(table.schema):
-        yield part_key(name, 0), batch.serialize()
+        yield part_key(name, 0), _stream(batch)
         return
     groups = batch.column(0).to_numpy(zero_copy_only=False)
     if len(groups) and groups.min() < 0:
@@ -70,7 +76,9 @@ def table_entries(name: str, table: pa.Table) -> Iterator[tuple[bytes, pa.Buffer
     starts = np.flatnonzero(np.diff(groups)) + 1
     bounds = np.concatenate(([0], starts, [len(groups)]))
     for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        yield part_key(name, int(groups[start])), batch.slice(start, stop - start).serialize()
+        # concatenating one batch copies it into fresh, exactly sized buffers
+        part = pa.concat_batches([batch.slice(start, stop - start)])
+        yield part_key(name, int(groups[start])), _stream(part)
 
 
 def tables_from_entries(entries: Iterable[tuple[bytes, bytes]]) -> dict[str, pa.Table]:
@@ -89,9 +97,16 @@ def tables_from_entries(entries: Iterable[tuple[bytes, bytes]]) -> dict[str, pa.
             continue
         if name not in schemas:
             raise ExecutionError(f"state '{name}' has rows but no schema entry")
-        batches[name].append(pa.ipc.read_record_batch(pa.py_buffer(value), schemas[name]))
+        batches[name].extend(pa.ipc.open_stream(pa.py_buffer(value)))
     return {name: pa.Table.from_batches(batches[name], schema)
             for name, schema in schemas.items()}
+
+
+def _stream(batch: pa.RecordBatch) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue()
 
 
 def _name_bytes(name: str) -> bytes:

@@ -23,7 +23,7 @@ The acknowledgement (``SubtaskState``) names each ``chk-<n>`` file with state
 hashmap backend's -- and lists in ``shared_files`` every shared file the checkpoint needs,
 so retention's reference counting keeps them as long as a retained checkpoint does.
 
-Why a re-uploaded SST is safe to skip: a shared file is deleted only when no retained
+Why an SST file needs uploading only once: a shared file is deleted only when no retained
 checkpoint references it, and every checkpoint taken while an SST file is live references
 it, so a file this instance still uses is never deleted under it. A restored job runs new
 instances, which upload their first checkpoint in full.

@@ -4,6 +4,7 @@ shared files, rescaled restores."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from flowsql.runtime.checkpoint.backends.backend import SnapshotBackend
 from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, OperatorState, SubtaskState
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
 from flowsql.runtime.partitioning import key_group_range
-from flowsql.runtime.state import KEY_GROUP
+from flowsql.runtime.state import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
 
 KEYED_SCHEMA = pa.schema([("key", pa.string()), ("total", pa.int64())])
@@ -54,9 +55,14 @@ def _store(subtask: int, parallelism: int, max_parallelism: int) -> StateStore:
 
 def _filled(subtask: int, parallelism: int, max_parallelism: int, num_keys: int,
             version: int = 0) -> StateStore:
+    return _filled_with_totals(subtask, parallelism, max_parallelism, num_keys, version)[0]
+
+
+def _filled_with_totals(subtask: int, parallelism: int, max_parallelism: int, num_keys: int,
+                        version: int = 0) -> tuple[StateStore, KeyedTableState]:
     """The keys ``user-0 .. user-<num_keys - 1>`` of the subtask's key groups, each with a
     total of ``10 * i + version``, a timer at ``5000 - i`` (so timers are not in key-group
-    order), three split entries and one union entry."""
+    order), three split entries and one union entry; and the keyed state."""
     store = StateStore(subtask, parallelism, max_parallelism)
     totals, splits, progress, windows = _register(store)
     keys = pa.array([f"user-{i}" for i in range(num_keys)])
@@ -71,7 +77,7 @@ def _filled(subtask: int, parallelism: int, max_parallelism: int, num_keys: int,
                            schema=SPLIT_SCHEMA))
     progress.update(pa.table({"watermark": [1_000 + subtask + version]}, schema=UNION_SCHEMA))
     windows.register(groups[mine], index, 5_000 - index)
-    return store
+    return store, totals
 
 
 def _commit(storage: CheckpointStorage, checkpoint_id: int, max_parallelism: int,
@@ -229,8 +235,7 @@ def test_rocksdb_full_snapshots_are_private_files(local_storage, local_dir):
 def test_incremental_checkpoint_uploads_only_new_sst_files(local_storage, local_dir):
     """Changing three of 128 key groups: the second checkpoint uploads one small SST file
     and references the first checkpoint's."""
-    store = _filled(0, 1, 128, 20_000)
-    totals = store._keyed["totals"]
+    store, totals = _filled_with_totals(0, 1, 128, 20_000)
     backend = snapshot_backend("rocksdb", local_storage, "agg", 0, incremental=True,
                                local_dir=local_dir)
     try:
@@ -259,14 +264,13 @@ def test_incremental_checkpoint_uploads_only_new_sst_files(local_storage, local_
     assert (tables["keyed/totals"].column("total").to_numpy() == -1).sum() == changed.sum()
 
 
-def test_retention_keeps_exactly_the_shared_files_retained_checkpoints_use(local_storage,
+def test_retention_keeps_exactly_the_shared_files_retained_checkpoints_use(storage,
                                                                          local_dir):
     """Checkpoints of an incremental backend, each committed and followed by retention
     with one retained checkpoint, until RocksDB compacted files away: the shared directory
     always holds exactly the newest checkpoint's files, and it restores."""
-    store = _filled(0, 1, 128, 5_000)
-    totals = store._keyed["totals"]
-    backend = snapshot_backend("rocksdb", local_storage, "agg", 0, incremental=True,
+    store, totals = _filled_with_totals(0, 1, 128, 5_000)
+    backend = snapshot_backend("rocksdb", storage, "agg", 0, incremental=True,
                                local_dir=local_dir)
     uploaded: set[str] = set()
     deleted: set[str] = set()
@@ -278,18 +282,18 @@ def test_retention_keeps_exactly_the_shared_files_retained_checkpoints_use(local
                 rows.column("total").to_numpy() + changed)))
             state = backend.write(n, store.snapshot())
             uploaded |= set(state.shared_files)
-            metadata = _commit(local_storage, n, 128, [state])
-            plan = local_storage.apply_retention(num_retained=1)
+            metadata = _commit(storage, n, 128, [state])
+            plan = storage.apply_retention(num_retained=1)
             assert plan.retained == (n,)
-            assert _shared(local_storage) == set(state.shared_files)
+            assert _shared(storage) == set(state.shared_files)
             deleted = uploaded - set(state.shared_files)
             if deleted and n >= 6:
                 break
     finally:
         backend.close()
     assert deleted, "RocksDB never compacted a file away"
-    assert [d.checkpoint_id for d in local_storage.list_checkpoints()] == [n]
-    tables = restore_tables(local_storage, metadata, "agg", 0, 1, local_dir=local_dir)
+    assert [d.checkpoint_id for d in storage.list_checkpoints()] == [n]
+    tables = restore_tables(storage, metadata, "agg", 0, 1, local_dir=local_dir)
     _assert_tables_equal(tables, store.snapshot(), "rocksdb")
 
 
@@ -363,3 +367,23 @@ def test_rocksdb_instance_lives_under_the_local_dir_until_closed(local_storage, 
 def test_unknown_backend_is_a_configuration_error(local_storage):
     with pytest.raises(ConfigError, match="unknown state backend 'memory'"):
         snapshot_backend("memory", local_storage, "agg", 0)
+
+
+def test_restore_refuses_file_names_that_leave_the_download_directory(local_storage,
+                                                                      local_dir):
+    backend = snapshot_backend("rocksdb", local_storage, "agg", 0, incremental=True,
+                               local_dir=local_dir)
+    try:
+        state = backend.write(1, _filled(0, 1, 16, 10).snapshot())
+    finally:
+        backend.close()
+    escaping = dataclasses.replace(state, files=(
+        *state.files, dataclasses.replace(state.files[0], state="rocksdb/../CURRENT")))
+    metadata = _commit(local_storage, 1, 16, [escaping])
+    with pytest.raises(ExecutionError, match="not a plain file name"):
+        restore_tables(local_storage, metadata, "agg", 0, 1, local_dir=local_dir)
+    foreign = dataclasses.replace(state, shared_files=(*state.shared_files, "shared/x.sst"))
+    metadata = _commit(local_storage, 2, 16, [foreign])
+    with pytest.raises(ExecutionError, match="not an SST file"):
+        restore_tables(local_storage, metadata, "agg", 0, 1, local_dir=local_dir)
+    assert os.listdir(os.path.join(local_dir, "job%2F1", "agg")) == []
