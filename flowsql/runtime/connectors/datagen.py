@@ -128,6 +128,8 @@ class DatagenSource(Source):
         self._sleep = sleep
         self._state = OperatorListState("position", _POSITION, "union")
         self.position = 0
+        #: the rows of a restore not yet taken over (see ``_resume``)
+        self._restored: list[dict[str, int]] | None = None
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         size = batch_size(self.context.settings)
@@ -143,6 +145,7 @@ class DatagenSource(Source):
             per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
             size = max(1, min(size, rate, per_timeout))
         total = self.table.total_rows
+        self._resume()
         if parallelism > 1 and self.position == 0:
             self.position = subtask * size
         started, emitted_here = self._clock(), 0
@@ -161,6 +164,7 @@ class DatagenSource(Source):
             yield batch
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        self._resume()
         self._state.update(pa.table({"position": [self.position],
                                      "subtask": [self.context.subtask_index],
                                      "parallelism": [self.context.parallelism]},
@@ -168,13 +172,17 @@ class DatagenSource(Source):
         return {"list/position": self._state.snapshot()}
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
-        """Resume this subtask's position. The rows are dealt to the subtasks in chunks
-        by subtask index, so positions saved at another parallelism describe another
-        deal; such a restore fails instead of losing or repeating rows."""
         self._state.restore(state["list/position"])
-        rows = self._state.rows.to_pylist()
-        if not rows:
+        self._restored = self._state.rows.to_pylist()
+
+    def _resume(self) -> None:
+        """Take over this subtask's restored position, once the context says which
+        subtask this is. The rows are dealt to the subtasks in chunks by subtask index, so
+        positions saved at another parallelism describe another deal: such a restore
+        fails instead of losing or repeating rows."""
+        if not self._restored:
             return
+        rows, self._restored = self._restored, None
         saved = {row["parallelism"] for row in rows}
         if saved != {self.context.parallelism}:
             raise ExecutionError(

@@ -1,7 +1,7 @@
 """A datagen source deals its rows to the subtasks in chunks by subtask index, so its
 saved positions only mean something at the parallelism they were saved at: restored at
 that parallelism every row comes once, at another the restore fails instead of losing or
-repeating rows."""
+repeating rows (when the restored source starts)."""
 
 from __future__ import annotations
 
@@ -60,4 +60,4 @@ def test_restore_at_another_parallelism_fails(parallelism: int) -> None:
     _, snapshots = _half_run()
     with pytest.raises(ExecutionError, match=f"saved at parallelism 2 cannot be restored at "
                                              f"parallelism {parallelism}"):
-        _open(parallelism - 1, parallelism, merge_snapshots(snapshots))
+        next(_open(parallelism - 1, parallelism, merge_snapshots(snapshots)).produce())
