@@ -14,6 +14,8 @@ emits the same rows as one subtask. Row ``i`` is a pure function of (seed, field
 counter-based hash, not from a stateful generator. That is what makes a run reproducible
 and a restore exact: the only state is the position (rows emitted), snapshotted as
 operator list state, and resuming at position ``p`` yields exactly rows ``p, p+1, ...``.
+A restore must keep the parallelism (the deal of chunks to subtasks depends on it); at
+another parallelism it fails rather than lose or repeat rows.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from flowsql.errors import CatalogError, ConfigError
+from flowsql.errors import CatalogError, ConfigError, ExecutionError
 from flowsql.planner.config.connectors import DATAGEN
 from flowsql.runtime.channels.settings import ChannelSettings
 from flowsql.runtime.kernels.batches import batch_size
@@ -33,7 +35,9 @@ from flowsql.runtime.operators.contract import Source
 from flowsql.runtime.partitioning import fmix64, hash_array
 from flowsql.runtime.state.list_state import OperatorListState
 
-_POSITION = pa.schema([("position", pa.int64())])
+#: one row per subtask: where it stands, and which subtask of how many it was
+_POSITION = pa.schema([("position", pa.int64()), ("subtask", pa.int64()),
+                       ("parallelism", pa.int64())])
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -122,8 +126,10 @@ class DatagenSource(Source):
         self.table = table
         self._clock = clock
         self._sleep = sleep
-        self._state = OperatorListState("position", _POSITION, "split")
+        self._state = OperatorListState("position", _POSITION, "union")
         self.position = 0
+        #: the rows of a restore not yet taken over (see ``_resume``)
+        self._restored: list[dict[str, int]] | None = None
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         size = batch_size(self.context.settings)
@@ -139,6 +145,7 @@ class DatagenSource(Source):
             per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
             size = max(1, min(size, rate, per_timeout))
         total = self.table.total_rows
+        self._resume()
         if parallelism > 1 and self.position == 0:
             self.position = subtask * size
         started, emitted_here = self._clock(), 0
@@ -157,13 +164,32 @@ class DatagenSource(Source):
             yield batch
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._state.update(pa.table({"position": [self.position]}, schema=_POSITION))
+        self._resume()
+        self._state.update(pa.table({"position": [self.position],
+                                     "subtask": [self.context.subtask_index],
+                                     "parallelism": [self.context.parallelism]},
+                                    schema=_POSITION))
         return {"list/position": self._state.snapshot()}
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._state.restore(state["list/position"])
-        positions = self._state.rows.column("position").to_pylist()
-        self.position = max(positions) if positions else 0
+        self._restored = self._state.rows.to_pylist()
+
+    def _resume(self) -> None:
+        """Take over this subtask's restored position, once the context says which
+        subtask this is. The rows are dealt to the subtasks in chunks by subtask index, so
+        positions saved at another parallelism describe another deal: such a restore
+        fails instead of losing or repeating rows."""
+        if not self._restored:
+            return
+        rows, self._restored = self._restored, None
+        saved = {row["parallelism"] for row in rows}
+        if saved != {self.context.parallelism}:
+            raise ExecutionError(
+                f"a datagen source saved at parallelism {max(saved)} cannot be restored at "
+                f"parallelism {self.context.parallelism}: restore it at its parallelism")
+        mine = [row["position"] for row in rows if row["subtask"] == self.context.subtask_index]
+        self.position = mine[0] if mine else 0
 
 
 def _option(options: dict[str, str], key: str) -> Any:

@@ -115,8 +115,8 @@ class WatermarkAssignerOperator(Operator):
         rows = self._progress.rows
         if not rows.num_rows:
             return
-        lowest = [int(pc.min(rows.column(name)).as_py()) for name in _PROGRESS.names]
-        current, emitted, sent = lowest
+        current, emitted, sent = (int(pc.min(rows.column(name)).as_py())
+                                  for name in _PROGRESS.names)
         self._generator.resume(current, emitted)
         self._last = sent
 
