@@ -64,7 +64,7 @@ class Run(Protocol):
 class CheckpointInfo:
     """A completed checkpoint of a job, as its run reports it."""
 
-    #: the checkpoint's number; numbers increase within a job, across restarts
+    #: the checkpoint's number within its job
     id: int
     #: from triggering the checkpoint to the last acknowledgement
     duration_ms: int
@@ -96,7 +96,9 @@ class JobInfo:
     restarts: int
     #: the latest completed checkpoint, None before the first one completes
     last_checkpoint: CheckpointInfo | None
+    #: checkpoints that completed since the job started
     checkpoints_completed: int
+    #: checkpoints that were aborted or timed out since the job started
     checkpoints_failed: int
 
 
