@@ -64,7 +64,7 @@ def run_one(workload: str, mode: str, events: int, parallelism: int) -> dict[str
         job.wait()
         seconds = time.perf_counter() - started
         peak = sampler.stop()
-        summary = getattr(job._run, "checkpoint_summary", lambda: None)() or {}
+        summary = job.checkpoint_summary() or {}
         session.close()
         return {"seconds": seconds, "events_per_s": events / seconds, "peak_rss_mib": peak,
                 "checkpoints": summary.get("checkpoints_completed", 0),

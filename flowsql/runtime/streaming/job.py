@@ -152,9 +152,17 @@ class Job:
                        checkpoints_completed=int(summary["checkpoints_completed"]),
                        checkpoints_failed=int(summary["checkpoints_failed"]))
 
-    def _checkpoint_summary(self) -> dict[str, Any] | None:
+    def checkpoint_summary(self) -> dict[str, Any] | None:
+        """The run's checkpointing figures (None for a run that does not checkpoint):
+        ``restarts``, ``restarting``, ``checkpoints_completed``, ``checkpoints_failed``,
+        ``last_checkpoint`` (id, kind, duration_ms, size_bytes, alignment_ms,
+        completed_ms, path), ``average_duration_ms``, ``average_size_bytes``, the job's
+        checkpoint ``job_id`` and ``checkpoint_dir``."""
         summarize = getattr(self._run, "checkpoint_summary", None)
         return None if summarize is None else summarize()
+
+    def _checkpoint_summary(self) -> dict[str, Any] | None:
+        return self.checkpoint_summary()
 
     def _status_given(self, summary: dict[str, Any] | None) -> str:
         """An ended job's final status wins over what its run last reported; a live job
