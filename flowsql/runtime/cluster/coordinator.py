@@ -73,6 +73,10 @@ class Job:
     def cancel(self) -> None:
         self._cluster._fail_job(self, ExecutionError(f"job {self.id} was cancelled"))
 
+    def fail(self, error: ExecutionError) -> None:
+        """Fail the job with ``error`` (the first failure wins) and cancel its tasks."""
+        self._cluster._fail_job(self, error)
+
     def send(self, message: dict[str, Any]) -> None:
         """Deliver ``message`` to every task of the job (``TaskContext.commands``); the
         tasks of one worker get the messages in the order they were sent."""

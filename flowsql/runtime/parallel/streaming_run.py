@@ -8,6 +8,12 @@ the records in/out, the current watermark and the operators' own counters, combi
 its subtasks (counters summed; the watermark is the smallest, the event time the whole
 operator has reached). While the job runs the metrics come from the subtasks' periodic
 reports, so they may be up to half a second old; after it ends they are exact.
+
+With checkpointing on, each attempt has a :class:`CheckpointCoordinator` that talks to the
+tasks through job messages (``trigger``, ``complete``, ``final``, ``stop`` to the tasks;
+``checkpoint_ack``, ``checkpoint_decline``, ``input_ended`` back), and every task's
+deployment carries the job's checkpoint id, the attempt and the checkpoint to restore. A
+failed attempt (a task failed, a worker died) is restarted by :class:`RecoveringRun`.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from flowsql.runtime.checkpoint.metadata import SubtaskState
 from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.checkpoint.recovery import FINAL_CHECKPOINT_TIMEOUT_S, RecoveringRun
 from flowsql.runtime.checkpoint.task_state import RestoreSource
-from flowsql.runtime.cluster import Job, MiniCluster, TaskSpec
+from flowsql.runtime.cluster import Job, MiniCluster
 from flowsql.runtime.jobgraph import build_job_graph
 from flowsql.runtime.parallel.result_channels import (
     receive_results,
@@ -90,9 +96,11 @@ class ParallelStreamingRun(RecoveringRun):
             job = cluster.submit(tasks, edges, self.settings)
             self._job = job
             coordinator = self._new_coordinator(
-                self._vertices(), trigger=lambda n, ts: self._trigger(job, tasks, n, ts),
+                self._vertices(),
+                trigger=lambda n, ts: job.send({"type": "trigger", "checkpoint": n,
+                                                "timestamp": ts}),
                 complete=lambda n: job.send({"type": "complete", "checkpoint": n}),
-                fail_job=lambda reason: self._fail(job, reason),
+                fail_job=lambda reason: job.fail(ExecutionError(reason)),
                 final=lambda n: job.send({"type": "final", "checkpoint": n}),
                 tasks=len(tasks))
             if coordinator is not None:
@@ -119,10 +127,6 @@ class ParallelStreamingRun(RecoveringRun):
         """The root stage is not deployed when it would only forward a gather."""
         return stage.id == self._graph.root.id and forwarding_root(self._graph) is not None
 
-    def _trigger(self, job: Job, tasks: list[TaskSpec], checkpoint_id: int,
-                 timestamp_ms: int) -> None:
-        job.send({"type": "trigger", "checkpoint": checkpoint_id, "timestamp": timestamp_ms})
-
     def _on_task_message(self, coordinator: CheckpointCoordinator,
                          message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -135,9 +139,6 @@ class ParallelStreamingRun(RecoveringRun):
             coordinator.decline(int(message["checkpoint"]), str(message["reason"]))
         elif kind == "input_ended":
             coordinator.input_ended()
-
-    def _fail(self, job: Job, reason: str) -> None:
-        job._cluster._fail_job(job, ExecutionError(reason))
 
     def _cancel_attempt(self) -> None:
         self._attempt_cancelled.set()
