@@ -43,9 +43,10 @@ def _latest_checkpoint(checkpoints: Path) -> Path | None:
     return max(completed, key=lambda item: item[0])[1] if completed else None
 
 
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_new_session_continues_from_the_last_checkpoint(tmp_path: Path,
-                                                          parallelism: int) -> None:
+@pytest.mark.parametrize(("parallelism", "checkpoints_after"),
+                         [(1, True), (2, True), (1, False)])
+def test_a_new_session_continues_from_the_last_checkpoint(
+        tmp_path: Path, parallelism: int, checkpoints_after: bool) -> None:
     out, checkpoints = tmp_path / "out", tmp_path / "checkpoints"
     statements = _statements(out, checkpoints, parallelism)
     script = ("import flowsql, time\n"
@@ -75,7 +76,8 @@ def test_a_new_session_continues_from_the_last_checkpoint(tmp_path: Path,
     session = flowsql.connect()
     try:
         for statement in statements:
-            session.sql(statement)
+            if checkpoints_after or "checkpointing" not in statement:
+                session.sql(statement)
         session.sql(f"SET 'execution.savepoint.path' = '{checkpoint}'")
         job = session.sql("INSERT INTO out_t SELECT v FROM src").job
         assert job.wait(120) == "FINISHED"

@@ -83,6 +83,7 @@ class FileSink(TableSink):
         self.directory = Path(path)
         self.schema = normalized_schema(table.schema)
         self.max_bytes: int = FILESYSTEM.value(table.options, ROLLING_SIZE)
+        self._context = context
         #: None with checkpointing off: files are committed as soon as they are closed
         self.pending: PendingFiles | None = None
         if CheckpointSettings.of(context.settings) is None:
@@ -119,6 +120,10 @@ class FileSink(TableSink):
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         if self.pending is not None:
             self.pending.restore(state)
+        elif state:
+            # a checkpoint restored into a run that takes none: its pending files are part
+            # of its output all the same; after that nothing is tracked
+            PendingFiles(self.directory, self._context).restore(state)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.pending is not None:
