@@ -2,6 +2,9 @@
 on with the rocksdb backend (incremental), checkpoint duration and size, and the time from
 kill -9 of a worker to the first output after the restore.
 
+Size is what a restore reads (the checkpoint's files and the shared files it references),
+uploaded what the checkpoint added: they differ for incremental rocksdb checkpoints.
+
 Workloads: a TUMBLE 1 s count/sum per key over 10 thousand keys, and the unwindowed
 GROUP BY count/sum over 1 million keys (a changelog), datagen -> blackhole, the sources and
 queries of ``streaming_throughput.py``; 1 s checkpoints into a local directory. Each run
@@ -69,7 +72,8 @@ def run_one(workload: str, mode: str, events: int, parallelism: int) -> dict[str
         return {"seconds": seconds, "events_per_s": events / seconds, "peak_rss_mib": peak,
                 "checkpoints": summary.get("checkpoints_completed", 0),
                 "duration_ms": summary.get("average_duration_ms"),
-                "size_bytes": summary.get("average_size_bytes")}
+                "size_bytes": summary.get("average_size_bytes"),
+                "uploaded_bytes": summary.get("average_uploaded_bytes")}
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -134,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     workloads = args.workloads.split(",")
     if args.markdown:
         print("| workload | p | checkpoints | events/s | vs off | checkpoints taken | "
-              "avg duration | avg size | peak RSS |")
-        print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+              "avg duration | avg size | avg uploaded | peak RSS |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for workload in workloads:
         for p in levels:
             baseline = None
@@ -149,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
                             else "")
                 size = (f"{f['size_bytes'] / 2**20:.1f} MiB" if f["size_bytes"] is not None
                         else "")
+                uploaded = (f"{f['uploaded_bytes'] / 2**20:.1f} MiB"
+                            if f["uploaded_bytes"] is not None else "")
                 cells = [workload, str(p), mode, f"{f['events_per_s'] / 1e6:.2f} M", loss,
-                         str(f["checkpoints"]), duration, size,
+                         str(f["checkpoints"]), duration, size, uploaded,
                          f"{f['peak_rss_mib']:.0f} MiB"]
                 if args.markdown:
                     print("| " + " | ".join(cells) + " |", flush=True)

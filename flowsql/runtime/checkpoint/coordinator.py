@@ -48,13 +48,18 @@ HISTORY = 100
 
 @dataclass(frozen=True)
 class CompletedCheckpoint:
-    """What the job's metrics show of a completed checkpoint."""
+    """What the job's metrics show of a completed checkpoint. ``size_bytes`` is everything
+    a restore reads (the checkpoint's own files and the shared files it references),
+    ``uploaded_bytes`` what this checkpoint added (its own files and the shared files no
+    earlier checkpoint of the job referenced): they differ for incremental checkpoints,
+    as Flink's full and checkpointed data sizes do."""
 
     checkpoint_id: int
     kind: str
     triggered_ms: int
     completed_ms: int
     size_bytes: int
+    uploaded_bytes: int
     alignment_ms: int
     path: str
 
@@ -84,6 +89,8 @@ class CheckpointCoordinator:
         self._state = CheckpointCoordinatorState(storage.job_id, settings.coordinator,
                                                  vertices, _now_ms(), next_checkpoint_id)
         self._alignment: dict[int, int] = {}
+        #: shared files some completed checkpoint of this coordinator referenced
+        self._shared_seen: set[str] = set()
         self._completed = threading.Condition(self._lock)
         self._stopped = threading.Event()
         self._finished_task = False
@@ -219,12 +226,20 @@ class CheckpointCoordinator:
                 aborted = self._state.metadata_failed(metadata.checkpoint_id, str(error))
             self._on_failed(aborted)
             return
+        shared = set(metadata.shared_files)
+        try:
+            sizes = self.storage.file_sizes(sorted(shared))
+        except OSError:
+            sizes = {}
+        new_shared = sum(sizes.get(name, 0) for name in shared - self._shared_seen)
+        self._shared_seen |= shared
         with self._completed:
             notice = self._state.metadata_written(metadata.checkpoint_id, _now_ms())
             self.completed_count += 1
             self.last_completed = CompletedCheckpoint(
                 metadata.checkpoint_id, metadata.kind, metadata.timestamp_ms,
-                metadata.completed_ms, metadata.size_bytes,
+                metadata.completed_ms, metadata.size_bytes + sum(sizes.values()),
+                metadata.size_bytes + new_shared,
                 self._alignment.pop(metadata.checkpoint_id, 0),
                 f"{self.storage.job_path}/chk-{metadata.checkpoint_id}")
             self.history = [*self.history[-(HISTORY - 1):], self.last_completed]
@@ -274,9 +289,12 @@ class CheckpointCoordinator:
                                     if history else None),
             "average_size_bytes": (sum(c.size_bytes for c in history) / len(history)
                                    if history else None),
+            "average_uploaded_bytes": (sum(c.uploaded_bytes for c in history) / len(history)
+                                       if history else None),
             "last_checkpoint": None if last is None else {
                 "id": last.checkpoint_id, "kind": last.kind,
                 "duration_ms": last.duration_ms, "size_bytes": last.size_bytes,
+                "uploaded_bytes": last.uploaded_bytes,
                 "alignment_ms": last.alignment_ms, "completed_ms": last.completed_ms,
                 "path": last.path},
         }

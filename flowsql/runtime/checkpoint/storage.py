@@ -168,6 +168,14 @@ class CheckpointStorage:
                                  f"{subtask} of operator '{operator_id}'")
         return {f.state: self._read_table(self._absolute(f.path)) for f in state.files}
 
+    def file_sizes(self, relatives: Iterable[str]) -> dict[str, int]:
+        """Bytes of each of the job's files (paths relative to the job directory); a
+        missing file counts 0."""
+        names = list(relatives)
+        infos = self.filesystem.get_file_info([self._absolute(n) for n in names])
+        return {n: (info.size or 0) if info.type == pafs.FileType.File else 0
+                for n, info in zip(names, infos)}
+
     def download(self, relative: str, local_path: str) -> None:
         """Copy a file of the job directory (a path the metadata names) to a local file."""
         with self.filesystem.open_input_stream(self._absolute(relative)) as source, \
