@@ -6,7 +6,8 @@ largest event time seen, some records out of order and late, retractions where t
 operator takes a changelog) or, for a source, its own batches. Run A processes it
 uninterrupted. Run B processes a prefix cut at a random barrier point (between two steps,
 before any input ended: no checkpoint is taken after that), snapshots the operator, writes
-the tables to a checkpoint directory and reads them back (``_through_storage``), opens and
+the tables to a checkpoint directory through each state backend (hashmap: Arrow IPC files;
+rocksdb: a local RocksDB and its files) and reads them back (``_through_storage``), opens and
 restores a NEW operator instance and processes the rest. B's outputs before and after the
 cut, together, must equal A's: in emission order for append-only operators and sources
 (watermarks included for the assigner), as the materialized changelog for updating ones.
@@ -48,7 +49,8 @@ from flowsql.runtime.changelog import (
     materialize,
     with_row_kinds,
 )
-from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, OperatorState, SubtaskState
+from flowsql.runtime.checkpoint.backends import restore_tables, snapshot_backend
+from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, OperatorState
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
 from flowsql.runtime.events import Watermark
 from flowsql.runtime.operator import Operator, OperatorContext
@@ -62,7 +64,7 @@ from tests.harness import windows
 from tests.harness.operators import leaf, rows
 from tests.harness.window_sql_events import LATE, event_session, write_csv_files
 
-BACKENDS = ["hashmap"]
+BACKENDS = ["hashmap", "rocksdb"]
 SEEDS = range(3)
 #: random cuts tried per seed; every cut when there are at most ``EVERY_CUT`` (sources and
 #: the assigner: cheap, and their outputs differ only at some cuts when state is lost)
@@ -136,13 +138,18 @@ def _through_storage(backend: str, directory: Path, checkpoint_id: int,
                      tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """Write one subtask's snapshot as a checkpoint of the state ``backend`` and read back
     what its restore gets (the one place that knows how a backend stores state)."""
-    assert backend == "hashmap"
     storage = CheckpointStorage.from_uri(str(directory), "job")
-    handles = storage.write_state(checkpoint_id, "operator", 0, tables)
+    writer = snapshot_backend(backend, storage, "operator", 0,
+                              local_dir=str(directory / "local"))
+    try:
+        state = writer.write(checkpoint_id, tables)
+    finally:
+        writer.close()
     metadata = CheckpointMetadata("job", checkpoint_id, 0, 0, (
-        OperatorState("operator", 1, 128, (SubtaskState(0, handles),)),))
+        OperatorState("operator", 1, 128, (state,)),))
     storage.commit(metadata)
-    return storage.restore_tables(storage.read_metadata(checkpoint_id), "operator", 0, 1)
+    return restore_tables(storage, storage.read_metadata(checkpoint_id), "operator", 0, 1,
+                          local_dir=str(directory / "local"))
 
 
 def _result(scenario: Scenario, per_step: list[list[Any]]) -> list[Any]:
