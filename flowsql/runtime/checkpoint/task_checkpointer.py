@@ -118,6 +118,8 @@ class TaskCheckpointer:
                                         name="checkpoint writer")
         self._writer.start()
         self._gate_blocked: set[int] = set()
+        #: triggers that arrived while the sources' previous barrier was being aligned
+        self._deferred: list[dict[str, Any]] = []
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._before_final = before_final
         #: the completed checkpoint this task was notified of last
@@ -130,6 +132,8 @@ class TaskCheckpointer:
         return self.local_channel is not None and self.aligner.is_blocked(self.local_channel)
 
     def on_turn(self, run: CheckpointedRun) -> None:
+        if self._deferred and not self.sources_paused:
+            self._trigger(run, self._deferred.pop(0))
         while True:
             try:
                 command = self.commands.get_nowait()
@@ -139,9 +143,12 @@ class TaskCheckpointer:
             if kind == "trigger":
                 if self.local_channel is None:
                     continue  # barriers reach this task through its inputs
-                barrier = CheckpointBarrier(int(command["checkpoint"]),
-                                            int(command["timestamp"]))
-                self._align(run, self.local_channel, barrier)
+                if self.sources_paused or self._deferred:
+                    # the sources' previous barrier still waits for its alignment: this
+                    # one comes after it, as a barrier behind a blocked channel would
+                    self._deferred.append(command)
+                    continue
+                self._trigger(run, command)
             elif kind == "complete":
                 checkpoint_id = int(command["checkpoint"])
                 run.notify_checkpoint_complete(checkpoint_id)
@@ -149,6 +156,11 @@ class TaskCheckpointer:
             elif kind == "stop":
                 run.cancel()
                 return
+
+    def _trigger(self, run: CheckpointedRun, command: dict[str, Any]) -> None:
+        assert self.local_channel is not None
+        barrier = CheckpointBarrier(int(command["checkpoint"]), int(command["timestamp"]))
+        self._align(run, self.local_channel, barrier)
 
     def on_channel_event(self, run: CheckpointedRun, channel: int,
                          event: CheckpointBarrier | EndOfInput) -> None:

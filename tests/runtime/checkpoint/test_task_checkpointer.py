@@ -200,3 +200,20 @@ def test_a_failed_upload_declines_the_checkpoint() -> None:
     (decline,) = reports.wait_for(1)
     assert decline == Decline(7, "OSError: disk full")
     checkpointer.close()
+
+
+def test_a_trigger_during_an_alignment_of_the_own_sources_waits_its_turn() -> None:
+    run, gate, reports = RecordingRun(), RecordingGate(), Reports()
+    checkpointer = _checkpointer(EXACTLY, 1, True, reports, gate)
+    checkpointer.commands.put({"type": "trigger", "checkpoint": 1, "timestamp": 0})
+    checkpointer.commands.put({"type": "trigger", "checkpoint": 2, "timestamp": 0})
+    checkpointer.on_turn(run)
+    assert checkpointer.sources_paused and run.calls == []
+    checkpointer.gate_barrier_read(0)
+    checkpointer.on_channel_event(run, 0, _barrier(1))
+    assert run.calls == [("snapshot", 1), ("barrier", 1)]
+    checkpointer.on_turn(run)  # now the sources' barrier 2 goes out
+    checkpointer.gate_barrier_read(0)
+    checkpointer.on_channel_event(run, 0, _barrier(2))
+    assert run.calls[2:] == [("snapshot", 2), ("barrier", 2)]
+    checkpointer.close()
