@@ -139,25 +139,26 @@ class CheckpointCoordinator:
             aborted = (self._state.abort_all("the input of a task ended") if first else ())
             if first:
                 self._finished_task = True  # no more periodic triggers
-            result = None
+            final: int | None = None
             if self._ended_tasks == self._tasks and not self._stopped.is_set():
                 result = self._state.trigger(_now_ms(), force=True)
                 assert isinstance(result, Triggered)
-                self.final_checkpoint_id = result.checkpoint_id
+                final = self.final_checkpoint_id = result.checkpoint_id
         for abort in aborted:
             self._discard(abort)
-        if result is not None:
-            self._final(result.checkpoint_id)
+        if final is not None:
+            self._final(final)
 
     # -- triggering --------------------------------------------------------------------------
 
-    def trigger_now(self, kind: str = "savepoint") -> int | None:
-        """Start a checkpoint at once, past the interval and the pause (a stop's final
-        checkpoint); None when no checkpoint can complete any more."""
+    def trigger_now(self) -> int | None:
+        """Start a checkpoint at once, past the interval, the pause and the concurrency
+        limit (the checkpoint a stop takes); None when no checkpoint can complete any
+        more."""
         with self._lock:
             if self._finished_task or self._stopped.is_set():
                 return None
-            result = self._state.trigger(_now_ms(), kind)
+            result = self._state.trigger(_now_ms(), force=True)
         assert isinstance(result, Triggered)
         self._trigger(result.checkpoint_id, result.timestamp_ms)
         return result.checkpoint_id

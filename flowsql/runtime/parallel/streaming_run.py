@@ -112,9 +112,9 @@ class ParallelStreamingRun(RecoveringRun):
         finally:
             self._end_coordinator("the attempt ended")
             unregister_results(server, channels)
-            job = self._job
-            if job is not None and not job.wait_terminated(30.0):
-                raise ExecutionError(f"the tasks of job {job.id} did not stop within 30 s")
+            current = self._job
+            if current is not None and not current.wait_terminated(30.0):
+                raise ExecutionError(f"the tasks of job {current.id} did not stop within 30 s")
 
     def _vertices(self) -> list[JobVertex]:
         max_parallelism = SettingValues(self.settings).integer("max_parallelism")
