@@ -277,9 +277,14 @@ class CheckpointCoordinatorState:
                      for n in expired)
 
     def abort_all(self, reason: str) -> tuple[Aborted, ...]:
-        """The job fails over: every pending checkpoint is aborted (not counted as a
-        checkpoint failure)."""
-        return tuple(self._abort(n, reason, counts=False) for n in sorted(self._pending))
+        """The job fails over (or no task can acknowledge any more): every pending
+        checkpoint is aborted, not counted as a checkpoint failure -- except one whose
+        acknowledgements are all in: its metadata is being written, and only
+        ``metadata_written`` or ``metadata_failed`` decide its fate (deleting its files
+        under a ``_metadata`` that lands a moment later would leave a completed checkpoint
+        that cannot be restored)."""
+        return tuple(self._abort(n, reason, counts=False) for n, p in sorted(self._pending.items())
+                     if p.all_acknowledged_ms is None)
 
     def _abort(self, checkpoint_id: int, reason: str, counts: bool) -> Aborted:
         pending = self._pending.pop(checkpoint_id)

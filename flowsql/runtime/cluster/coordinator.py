@@ -295,12 +295,22 @@ class MiniCluster:
             return
         if kind == "task_message":
             if job.on_message is not None:
-                job.on_message(task, message["message"])
+                try:
+                    job.on_message(task, message["message"])
+                except Exception as error:  # the reader thread must keep reading
+                    self._fail_job(job, ExecutionError(
+                        f"job {job.id}: handling a message of task {task} failed: "
+                        f"{type(error).__name__}: {error}"))
             return
         if kind == "task_finished":
             job.results[task] = message["result"]
             if job.on_task_finished is not None:
-                job.on_task_finished(task)
+                try:
+                    job.on_task_finished(task)
+                except Exception as error:
+                    self._fail_job(job, ExecutionError(
+                        f"job {job.id}: the end of task {task} could not be handled: "
+                        f"{type(error).__name__}: {error}"))
         elif kind == "task_failed":
             error = ExecutionError(f"task {task} of {job.id} failed on {worker.describe()}: "
                                    f"{message['error']}")

@@ -161,3 +161,15 @@ def test_configuration_is_validated():
                 {"interval_ms": 1, "min_pause_ms": -1}):
         with pytest.raises(ValueError):
             CheckpointingConfig(**bad)
+
+
+def test_a_failover_does_not_abort_a_checkpoint_whose_metadata_is_being_written():
+    coordinator = _coordinator()
+    assert coordinator.trigger(10, kind="savepoint") == Triggered(1, 10, "savepoint")
+    for key in coordinator.subtasks():
+        result = coordinator.acknowledge(1, key[0], SubtaskState(key[1]), 20)
+    assert isinstance(result, AllAcknowledged)
+    assert coordinator.trigger(30, kind="savepoint") == Triggered(2, 30, "savepoint")
+    assert [a.checkpoint_id for a in coordinator.abort_all("job failed")] == [2]
+    notice = coordinator.metadata_written(1, 40)  # still completes
+    assert notice.checkpoint_id == 1
