@@ -297,20 +297,20 @@ class MiniCluster:
             if job.on_message is not None:
                 try:
                     job.on_message(task, message["message"])
-                except Exception as error:  # the reader thread must keep reading
+                except Exception as problem:  # the reader thread must keep reading
                     self._fail_job(job, ExecutionError(
                         f"job {job.id}: handling a message of task {task} failed: "
-                        f"{type(error).__name__}: {error}"))
+                        f"{type(problem).__name__}: {problem}"))
             return
         if kind == "task_finished":
             job.results[task] = message["result"]
             if job.on_task_finished is not None:
                 try:
                     job.on_task_finished(task)
-                except Exception as error:
+                except Exception as problem:
                     self._fail_job(job, ExecutionError(
                         f"job {job.id}: the end of task {task} could not be handled: "
-                        f"{type(error).__name__}: {error}"))
+                        f"{type(problem).__name__}: {problem}"))
         elif kind == "task_failed":
             error = ExecutionError(f"task {task} of {job.id} failed on {worker.describe()}: "
                                    f"{message['error']}")

@@ -43,12 +43,12 @@ from flowsql.runtime.parallel.result_channels import (
     register_results,
     unregister_results,
 )
+from flowsql.runtime.parallel.stage_checkpoints import operator_id_prefix
 from flowsql.runtime.parallel.stage_deployment import (
     STREAMING_TASK_KIND,
     deployment,
     forwarding_root,
 )
-from flowsql.runtime.parallel.streaming_stage import operator_id_prefix
 
 _SUBTASK = re.compile(r" in subtask \d+ of (\d+) of (stage-\d+)$")
 
