@@ -27,13 +27,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
 
-from streaming_throughput import QUERIES, RssSampler, source_ddl, streaming_session
+from streaming_throughput import QUERIES, RssSampler, in_child, source_ddl, streaming_session
 
 WORKLOADS = {"tumble": 10_000, "group": 1_000_000}
 MODES = ("off", "hashmap", "rocksdb")
@@ -108,14 +106,6 @@ def recovery(workload: str, mode: str) -> dict[str, Any]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def in_child(args: list[str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                          check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"benchmark child failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000_000)
@@ -144,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in levels:
             baseline = None
             for mode in modes:
-                f = in_child(["--child", workload, mode, str(args.events), str(p)])
+                f = in_child(["--child", workload, mode, str(args.events), str(p)], __file__)
                 if mode == "off":
                     baseline = f["events_per_s"]
                 loss = (f"{(f['events_per_s'] / baseline - 1) * 100:+.1f}%"
@@ -164,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                     print("  ".join(cells), flush=True)
     for workload in workloads:
         for mode in [m for m in modes if m != "off"]:
-            r = in_child(["--recovery-child", workload, mode])
+            r = in_child(["--recovery-child", workload, mode], __file__)
             figure = "n/a" if r["recovery_s"] is None else f"{r['recovery_s']:.2f} s"
             print(f"recovery after kill -9 ({'filter' if workload == 'tumble' else workload}"
                   f", {mode}, p2): {figure}", flush=True)

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -178,8 +179,9 @@ def _lags(result: flowsql.Result, rate: float) -> np.ndarray:
     return np.concatenate(lags)
 
 
-def in_child(args: list[str]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+def in_child(args: list[str], script: str = __file__) -> dict[str, Any]:
+    """Run ``script`` with ``args`` in a fresh process; its last stdout line is JSON."""
+    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
         raise SystemExit(f"benchmark child failed: {done.stderr.strip()}")

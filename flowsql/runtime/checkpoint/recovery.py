@@ -54,7 +54,6 @@ class RecoveringRun:
         self.coordinator: CheckpointCoordinator | None = None
         self.restarts = 0
         self.restarting = False
-        self.failures: list[str] = []
         self._cancelled = threading.Event()
         self._next_checkpoint_id = 1
 
@@ -78,7 +77,6 @@ class RecoveringRun:
                 if self._cancelled.is_set():
                     return
                 failure_times.append(time.time_ns() // 1_000_000)
-                self.failures.append(str(error))
                 decision = decide(self.strategy, failure_times, random.uniform(-1.0, 1.0))
                 if not decision.restart:
                     if self.restarts:

@@ -106,7 +106,6 @@ class TaskCheckpointer:
                  before_final: Callable[[], None] | None = None) -> None:
         self.mode = mode
         self.gate = gate
-        self.gate_channels = gate_channels
         self.local_channel = gate_channels if own_sources else None
         self.aligner = BarrierAligner(gate_channels + (1 if own_sources else 0), mode)
         self.commands: queue.SimpleQueue[dict[str, Any]] = (
@@ -122,8 +121,6 @@ class TaskCheckpointer:
         self._deferred: list[dict[str, Any]] = []
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._before_final = before_final
-        #: the completed checkpoint this task was notified of last
-        self.last_notified: int | None = None
 
     # -- the run's hooks ---------------------------------------------------------------------
 
@@ -150,9 +147,7 @@ class TaskCheckpointer:
                     continue
                 self._trigger(run, command)
             elif kind == "complete":
-                checkpoint_id = int(command["checkpoint"])
-                run.notify_checkpoint_complete(checkpoint_id)
-                self.last_notified = checkpoint_id
+                run.notify_checkpoint_complete(int(command["checkpoint"]))
             elif kind == "stop":
                 run.cancel()
                 return
@@ -202,7 +197,6 @@ class TaskCheckpointer:
             elif kind == "complete":
                 checkpoint_id = int(command["checkpoint"])
                 run.notify_checkpoint_complete(checkpoint_id)
-                self.last_notified = checkpoint_id
                 if final is not None and checkpoint_id >= final:
                     return
             elif kind == "stop":

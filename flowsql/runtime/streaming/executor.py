@@ -237,10 +237,6 @@ class StreamingRun:
         self._cancelled.set()
 
     # -- checkpoints ----------------------------------------------------------------------
-    @property
-    def operator_ids(self) -> list[str]:
-        return [v.operator_id for v in self._vertices]
-
     def snapshot(self, checkpoint_id: int) -> dict[str, dict[str, pa.Table]]:
         """Every operator's state by operator id, taken between two elements."""
         return {v.operator_id: _guarded(v.label, v.operator.snapshot_state, checkpoint_id)

@@ -133,12 +133,12 @@ class Job:
 
     def status(self) -> str:
         """RUNNING, RESTARTING, FINISHED, FAILED or CANCELED (see the module docstring)."""
-        return self._status_given(self._checkpoint_summary())
+        return self._status_given(self.checkpoint_summary())
 
     def info(self) -> JobInfo:
         """The job's identity, status, start time, restarts and last checkpoint, read
         together from one summary of its run so they agree with each other."""
-        summary = self._checkpoint_summary()
+        summary = self.checkpoint_summary()
         if summary is None:
             return JobInfo(self.id, self.name, self._status_given(None), self.start_time_ms,
                            restarts=0, last_checkpoint=None, checkpoints_completed=0,
@@ -160,9 +160,6 @@ class Job:
         checkpoint ``job_id`` and ``checkpoint_dir``."""
         summarize = getattr(self._run, "checkpoint_summary", None)
         return None if summarize is None else summarize()
-
-    def _checkpoint_summary(self) -> dict[str, Any] | None:
-        return self.checkpoint_summary()
 
     def _status_given(self, summary: dict[str, Any] | None) -> str:
         """An ended job's final status wins over what its run last reported; a live job
