@@ -34,3 +34,12 @@ def duckdb_tpch(tpch_dir: Path):  # type: ignore[no-untyped-def]
     for name in TPCH_TABLES:
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{tpch_dir / (name + '.parquet')}')")
     return con
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():  # type: ignore[no-untyped-def]
+    """A real Kafka-protocol broker (tansu) for this test process, on a free port."""
+    from tests.harness.kafka_broker import DevBroker
+
+    with DevBroker() as broker:
+        yield broker
