@@ -57,6 +57,18 @@ class ComputedColumn:
 
 
 @dataclass(frozen=True)
+class MetadataColumn:
+    """``name TYPE METADATA [FROM 'key'] [VIRTUAL]`` (Flink): a column the connector fills
+    from what it knows about a record (a Kafka record's timestamp, partition, offset, ...)
+    rather than from the record's payload. The column is in the table's ``schema`` like a
+    physical one; a VIRTUAL column is read-only: INSERT INTO does not write it."""
+
+    name: str
+    key: str
+    virtual: bool
+
+
+@dataclass(frozen=True)
 class TableEntry:
     """A table backed by a connector. ``options`` are the DDL's WITH properties;
     ``watermark`` is the DDL's WATERMARK clause (None: the table has no event time); its
@@ -72,6 +84,23 @@ class TableEntry:
     statistics: TableStatistics = field(default_factory=TableStatistics)
     watermark: WatermarkSpec | None = None
     computed: tuple[ComputedColumn, ...] = ()
+    #: columns of ``PRIMARY KEY (...) NOT ENFORCED`` (upsert-kafka's key); () when none
+    primary_key: tuple[str, ...] = ()
+    metadata: tuple[MetadataColumn, ...] = ()
+
+    @property
+    def writable_schema(self) -> pa.Schema:
+        """The columns INSERT INTO writes: ``schema`` without VIRTUAL metadata columns."""
+        virtual = {m.name for m in self.metadata if m.virtual}
+        if not virtual:
+            return self.schema
+        return pa.schema([f for f in self.schema if f.name not in virtual])
+
+    @property
+    def payload_schema(self) -> pa.Schema:
+        """The columns a record's payload carries: ``schema`` without metadata columns."""
+        names = {m.name for m in self.metadata}
+        return pa.schema([f for f in self.schema if f.name not in names])
 
     @property
     def connector(self) -> str:

@@ -8,6 +8,9 @@ properties; this dialect is the single place where flowsql-specific syntax is ad
 * Flink's ``TIMESTAMPADD(unit, n, x)`` and ``TIMESTAMPDIFF(unit, a, b)`` kept as plain calls
   whose first argument is the unit word (the default grammar reorders TIMESTAMPDIFF's
   arguments by another dialect's convention);
+* backtick-quoted identifiers, as Flink writes them;
+* ``col TYPE METADATA [FROM 'key'] [VIRTUAL]`` (Flink's metadata columns), parsed to
+  :class:`MetadataColumnConstraint`;
 * the window table functions ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with Flink's
   argument forms ``TABLE t [PARTITION BY k, ...]`` and ``DESCRIPTOR(col)``, parsed to
   :class:`WindowTVF` (the generic function-argument grammar reads neither).
@@ -22,6 +25,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.generator import Generator as BaseGenerator
 from sqlglot.parser import IsPredicatePrecedence
 from sqlglot.parsers.base import BaseParser
+from sqlglot.tokens import Tokenizer as BaseTokenizer
 from sqlglot.tokens import TokenType
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
@@ -37,6 +41,19 @@ class WindowTVF(exp.Expression):
 
     arg_types = {"this": True, "table": True, "partition_by": False, "descriptor": False,
                  "expressions": False}
+
+
+class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """``METADATA [FROM 'key'] [VIRTUAL]``: ``this`` is the key literal (None: the column's
+    name is the key), ``virtual`` whether the column is read-only."""
+
+    arg_types = {"this": False, "virtual": False}
+
+
+def _parse_metadata(self: Any) -> MetadataColumnConstraint:
+    key = self._parse_string() if self._match(TokenType.FROM) else None
+    virtual = self._match_text_seq("VIRTUAL")
+    return self.expression(MetadataColumnConstraint(this=key, virtual=bool(virtual)))
 
 
 def _parse_window_tvf(self: Any, kind: str) -> WindowTVF:
@@ -82,6 +99,13 @@ class FlowSQL(Dialect):
     # NULLs sort last in both directions unless NULLS FIRST is written (DuckDB's default).
     NULL_ORDERING = "nulls_are_last"
 
+    class Tokenizer(BaseTokenizer):
+        # Flink SQL quotes identifiers with backticks (`offset`, `timestamp`); the standard
+        # double quotes work too
+        IDENTIFIERS = ['"', "`"]
+        # Flink's BYTES is VARBINARY
+        KEYWORDS = {**BaseTokenizer.KEYWORDS, "BYTES": TokenType.VARBINARY}
+
     class Parser(BaseParser):
         # IS [NOT] TRUE / FALSE / NULL / UNKNOWN bind looser than comparisons and equality,
         # as in standard SQL and Flink (Calcite): ``qty > 2 IS TRUE`` is ``(qty > 2) IS TRUE``
@@ -110,6 +134,8 @@ class FlowSQL(Dialect):
                 )
             ),
         }
+
+        CONSTRAINT_PARSERS["METADATA"] = _parse_metadata
 
         SCHEMA_UNNAMED_CONSTRAINTS = {*BaseParser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
 

@@ -45,6 +45,9 @@ def to_arrow_type(dt: exp.DataType, sql: str | None = None) -> pa.DataType:
     if kind in (_D.TIMESTAMP, _D.DATETIME, _D.TIMESTAMPNTZ):
         params = _params(dt)
         return pa.timestamp(_UNITS.get(params[0] if params else 6, "us"))
+    if kind == _D.MAP and len(dt.expressions) == 2:
+        key, value = (to_arrow_type(e, sql) for e in dt.expressions)
+        return pa.map_(key, value)
     if kind in (_D.TIMESTAMPTZ, _D.TIMESTAMPLTZ):
         params = _params(dt)
         return pa.timestamp(_UNITS.get(params[0] if params else 6, "us"), tz="UTC")

@@ -18,7 +18,7 @@ from sqlglot.tokens import Token, TokenType
 
 from flowsql.errors import SqlSyntaxError
 from flowsql.planner import types as T
-from flowsql.planner.catalog import ComputedColumn, WatermarkSpec
+from flowsql.planner.catalog import ComputedColumn, MetadataColumn, WatermarkSpec
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_query import bind_computed_column
@@ -33,6 +33,7 @@ from flowsql.sql.syntax_errors import (
     unclosed_text_error,
 )
 from flowsql.sql.syntax_errors import position as text_position
+from flowsql.sql.table_constraints import metadata_column, primary_key
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class CreateTableStatement(Statement):
     watermark: WatermarkSpec | None = None
     #: computed columns (``name AS expr``); ``columns`` holds the physical ones
     computed: tuple[ComputedColumn, ...] = ()
+    #: metadata columns (also in ``columns``) and the PRIMARY KEY (see table_constraints)
+    metadata: tuple[MetadataColumn, ...] = ()
+    primary_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -305,7 +309,10 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
     columns: tuple[ColumnSpec, ...] | None = None
     watermark: WatermarkSpec | None = None
     computed: tuple[ComputedColumn, ...] = ()
+    metadata: list[MetadataColumn] = []
+    key: tuple[str, ...] = ()
     if isinstance(target, exp.Schema):
+        key = primary_key(target, text)
         specs: list[ColumnSpec] = []
         expressions: list[tuple[exp.ColumnDef, exp.Expression, int]] = []
         for col in target.expressions:
@@ -324,8 +331,12 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
             not_null = any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
                            and not c.args["kind"].args.get("allow_null")
                            for c in col.args.get("constraints") or [])
+            declared = metadata_column(col)
+            if declared is not None:
+                metadata.append(declared)
+            in_key = col.name.lower() in {k.lower() for k in key}
             specs.append(ColumnSpec(col.name, to_arrow_type(col.args["kind"], text),
-                                    not not_null))
+                                    not (not_null or in_key)))
         columns = tuple(specs)
         _check_unique_names(target, text)
         types: dict[str, pa.DataType] = {c.name.lower(): c.dtype for c in columns}
@@ -345,7 +356,8 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
     return CreateTableStatement(text, start, end, name=target.name, columns=columns,
                                 options=options, if_not_exists=bool(ast.args.get("exists")),
                                 replace=bool(ast.args.get("replace")), watermark=watermark,
-                                computed=computed)
+                                computed=computed, metadata=tuple(metadata),
+                                primary_key=key)
 
 
 def _computed_expression(col: exp.ColumnDef, text: str) -> exp.Expression | None:

@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from flowsql.errors import CatalogError, ConfigError, OptionError
+from flowsql.planner.config.connector_model import (
+    COLUMN_OPTION_PREFIX,
+    CONNECTOR_OPTION,
+    Connector,
+    Format,
+)
+from flowsql.planner.config.kafka import KAFKA, UPSERT_KAFKA
 from flowsql.planner.config.suggest import did_you_mean
 from flowsql.planner.config.values import (
     BOOLEAN,
@@ -31,93 +36,6 @@ from flowsql.planner.config.values import (
     STRING,
     Option,
 )
-
-#: the option naming a table's connector, and the connector of a table without one
-CONNECTOR_OPTION = Option("connector", STRING, "filesystem",
-                          "The connector the table reads from and writes to.")
-COLUMN_OPTION_PREFIX = "fields."
-
-
-@dataclass(frozen=True)
-class Format:
-    """A file format of the filesystem connector and its options (keys ``<name>.*``).
-    ``describes_columns``: the files carry their schema, so the DDL may omit columns."""
-
-    name: str
-    description: str
-    options: tuple[Option, ...] = ()
-    describes_columns: bool = False
-
-
-@dataclass(frozen=True)
-class Connector:
-    """One connector.
-
-    ``source``/``sink``: whether tables of it can be read / written (INSERT INTO).
-    Boundedness of a source: unbounded when option ``unbounded_with`` is set (a watched
-    directory); with ``bounded_by_row_count``, bounded exactly when its row count is known.
-    ``sink_accepts_updates``: whether it can store an updating changelog (else it accepts
-    append-only input). ``needs_columns``: the DDL must list the columns (unless the
-    table's format describes them). ``format_option`` names the option choosing one of
-    ``formats``.
-    """
-
-    name: str
-    description: str
-    source: bool
-    sink: bool
-    options: tuple[Option, ...] = ()
-    column_options: tuple[Option, ...] = ()
-    formats: tuple[Format, ...] = ()
-    format_option: str | None = None
-    unbounded_with: str | None = None
-    bounded_by_row_count: bool = False
-    sink_accepts_updates: bool = False
-    needs_columns: bool = True
-
-    def option(self, key: str) -> Option:
-        """The declaration of ``key`` (a connector or format option); KeyError if none."""
-        for option in self._all_options():
-            if option.key == key:
-                return option
-        raise KeyError(key)
-
-    def value(self, options: Mapping[str, str], key: str) -> Any:
-        """The typed value of option ``key`` in a table's ``options`` (else its default)."""
-        return self.option(key).read(options)
-
-    def column_value(self, options: Mapping[str, str], column: str, name: str) -> Any:
-        """The typed value of ``fields.<column>.<name>`` (else its default)."""
-        return self.column_option(column, name).read(options)
-
-    def format(self, options: Mapping[str, str]) -> Format | None:
-        """The table's format (None for a connector without formats)."""
-        if self.format_option is None:
-            return None
-        name = self.value(options, self.format_option)
-        return next(f for f in self.formats if f.name == name)
-
-    def is_bounded(self, options: Mapping[str, str], row_count: int | None) -> bool:
-        """Whether a source table of this connector ends."""
-        if self.unbounded_with is not None and self.unbounded_with in options:
-            return False
-        if self.bounded_by_row_count:
-            return row_count is not None
-        return True
-
-    def changelog(self) -> str:
-        """What the sink stores, in words: for error messages and the docs."""
-        return "updating" if self.sink_accepts_updates else "append-only"
-
-    def _all_options(self) -> tuple[Option, ...]:
-        return (*self.options, *(o for f in self.formats for o in f.options))
-
-    def column_option(self, column: str, name: str) -> Option:
-        """The declaration of per-column option ``name``, keyed ``fields.<column>.<name>``
-        (StopIteration if ``name`` is not declared)."""
-        declared = next(o for o in self.column_options if o.key == name)
-        return dataclasses.replace(declared, key=f"{COLUMN_OPTION_PREFIX}{column}.{name}")
-
 
 _CSV = Format("csv", "Comma-separated values; one record per line.", (
     Option("csv.field-delimiter", CHARACTER, ",", "The field separator ('\\t' for a tab)."),
@@ -198,7 +116,8 @@ BLACKHOLE = Connector(
     "blackhole", "Discards every row: measures a query without the cost of output.",
     source=False, sink=True, sink_accepts_updates=True)
 
-CONNECTORS: dict[str, Connector] = {c.name: c for c in (FILESYSTEM, DATAGEN, PRINT, BLACKHOLE)}
+CONNECTORS: dict[str, Connector] = {
+    c.name: c for c in (FILESYSTEM, DATAGEN, PRINT, BLACKHOLE, KAFKA, UPSERT_KAFKA)}
 
 
 def connector_of(options: Mapping[str, str]) -> Connector:
@@ -229,12 +148,20 @@ def validate_table_options(table: str, options: Mapping[str, str],
         raise OptionError(f"table '{table}': {error}") from None
     checked = {CONNECTOR_OPTION.key: connector.name}
     declared = {o.key: o for o in connector.options}
-    fmt = _checked_format(table, connector, options)
-    if fmt is not None:
-        declared.update({o.key: o for o in fmt.options})
+    fmt: Format | None = None
+    if connector.key_value_formats:
+        declared.update(_key_value_format_options(table, connector, options))
+    else:
+        fmt = _checked_format(table, connector, options)
+        if fmt is not None:
+            declared.update({o.key: o for o in fmt.options})
     column_names = tuple(columns or ())
     for key, value in options.items():
         if key == CONNECTOR_OPTION.key:
+            continue
+        if any(key.startswith(prefix) and key not in declared
+               for prefix, _ in connector.option_prefixes):
+            checked[key] = value  # passed through to the client as it is
             continue
         option = declared.get(key) or _column_option(table, connector, key, column_names)
         if option is None:
@@ -252,6 +179,32 @@ def validate_table_options(table: str, options: Mapping[str, str],
         raise CatalogError(f"table '{table}': the {connector.name} connector needs a column "
                            "list")
     return checked
+
+
+def _key_value_format_options(table: str, connector: Connector,
+                              options: Mapping[str, str]) -> dict[str, Option]:
+    """The format options a table with key and value formats may set: ``<fmt>.<option>``
+    for the value format chosen with ``format``, ``value.<fmt>.<option>`` with
+    ``value.format``, ``key.<fmt>.<option>`` for ``key.format`` (Flink's spelling)."""
+    by_name = {f.name: f for f in connector.formats}
+    declared: dict[str, Option] = {}
+    value_keys = [k for k in ("format", "value.format") if k in options]
+    if len(value_keys) > 1:
+        raise OptionError(f"table '{table}': set either 'format' or 'value.format', not both")
+    if not value_keys and not connector.needs_primary_key:
+        raise OptionError(f"table '{table}': the {connector.name} connector needs 'format' "
+                          "(or 'value.format')")
+    for key in (*value_keys, "key.format"):
+        if key not in options:
+            continue
+        try:
+            name = connector.option(key).parse(options[key])
+        except ConfigError as error:
+            raise OptionError(f"table '{table}': {error}") from None
+        prefix = "" if key == "format" else key.removesuffix("format")
+        declared.update({f"{prefix}{o.key}": dataclasses.replace(o, key=f"{prefix}{o.key}")
+                         for o in by_name[name].options})
+    return declared
 
 
 def _checked_format(table: str, connector: Connector, options: Mapping[str, str]

@@ -35,14 +35,17 @@ Describe = Callable[[pa.Schema | None, dict[str, str]],
 
 @dataclass(frozen=True)
 class ConnectorImplementation:
-    """``describe`` runs at CREATE TABLE; ``scan`` makes the operator reading a table;
-    ``split_scan`` (optional) the one a parallel subtask uses to read its share of the
-    table (None: the table is not split, ``scan`` is used); ``sink`` opens a writer."""
+    """``describe`` runs at CREATE TABLE; ``check`` (optional) then vets the whole entry
+    (metadata columns and primary key included) and raises CatalogError for a table the
+    connector cannot serve; ``scan`` makes the operator reading a table; ``split_scan``
+    (optional) the one a parallel subtask uses to read its share of the table (None: the
+    table is not split, ``scan`` is used); ``sink`` opens a writer."""
 
     describe: Describe
     scan: Callable[[TableScanExec], Operator] | None = None
     split_scan: Callable[[TableScanExec], Operator | None] | None = None
     sink: Callable[[TableEntry, OperatorContext], TableSink] | None = None
+    check: Callable[[TableEntry], None] | None = None
 
 
 def _lazy(module: str, name: str) -> Callable[..., Any]:
@@ -94,6 +97,10 @@ def _split_files(node: TableScanExec) -> Operator | None:
 
 
 _SINKS = "flowsql.runtime.connectors.sinks"
+_KAFKA = ConnectorImplementation(
+    _declared, scan=_lazy("flowsql.runtime.operators.source.kafka_scan", "KafkaScanOperator"),
+    sink=_lazy("flowsql.runtime.connectors.kafka.sink", "KafkaSink"),
+    check=_lazy("flowsql.runtime.connectors.kafka.table_check", "check_kafka_table"))
 
 IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
     "filesystem": ConnectorImplementation(
@@ -106,6 +113,8 @@ IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
     "blackhole": ConnectorImplementation(
         _declared, sink=lambda table, context: _lazy(f"{_SINKS}.blackhole",
                                                      "BlackholeSink")()),
+    "kafka": _KAFKA,
+    "upsert-kafka": _KAFKA,
 }
 
 
