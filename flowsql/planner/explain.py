@@ -178,7 +178,12 @@ def _physical(plan: PhysicalPlan, depth: int, lines: list[str]) -> None:
 
 def _physical_line(plan: PhysicalPlan) -> str:
     if isinstance(plan, TableScanExec):
-        return f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
+        watermark = ""
+        if plan.watermark is not None:
+            delay = f" - {plan.watermark.delay_ms}ms" if plan.watermark.delay_ms else ""
+            watermark = f" watermark=[{render(plan.watermark.time)}{delay} per split]"
+        return (f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
+                f"{watermark}")
     if isinstance(plan, ValuesExec):
         return f"Values {_columns(plan.fields)}"
     if isinstance(plan, FilterExec):

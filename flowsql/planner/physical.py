@@ -35,15 +35,34 @@ class PhysicalPlan:
         return self
 
 
+@dataclass(frozen=True)
+class SourceWatermark:
+    """A watermark generated inside a source (Flink's watermark push-down), for sources
+    that read several splits (Kafka partitions): per split ``max(time) - delay_ms`` and
+    the source's watermark is the minimum over its active splits, so one split read ahead
+    of another does not make the other's records late. ``time`` is an expression over the
+    scan's ``fields`` (a column, or a computed column's expression); ``interval_ms`` as
+    the watermark assigner's (0: after every batch that advances it)."""
+
+    time: Expr
+    delay_ms: int
+    interval_ms: int
+
+
 @dataclass(frozen=True, eq=False)
 class TableScanExec(PhysicalPlan):
     """Read columns ``fields`` of ``table``; ``filters`` are pushed to the reader (row-group
-    pruning for Parquet) and also applied exactly to every batch."""
+    pruning for Parquet) and also applied exactly to every batch. ``watermark``: the
+    source emits watermarks itself (see :class:`SourceWatermark`); None for a source
+    whose watermarks, if any, come from a ``WatermarkAssignerExec`` above it. A scan of a
+    changelog source (debezium-json, upsert-kafka) emits row kinds after ``fields``
+    (``runtime.changelog``)."""
 
     table: TableEntry
     fields: Schema
     filters: tuple[Expr, ...]
     est_rows: float
+    watermark: SourceWatermark | None = None
 
     @property
     def schema(self) -> Schema:

@@ -310,9 +310,9 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
     watermark: WatermarkSpec | None = None
     computed: tuple[ComputedColumn, ...] = ()
     metadata: list[MetadataColumn] = []
-    key: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
     if isinstance(target, exp.Schema):
-        key = primary_key(target, text)
+        keys = primary_key(target, text)
         specs: list[ColumnSpec] = []
         expressions: list[tuple[exp.ColumnDef, exp.Expression, int]] = []
         for col in target.expressions:
@@ -334,7 +334,7 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
             declared = metadata_column(col)
             if declared is not None:
                 metadata.append(declared)
-            in_key = col.name.lower() in {k.lower() for k in key}
+            in_key = col.name.lower() in {k.lower() for k in keys}
             specs.append(ColumnSpec(col.name, to_arrow_type(col.args["kind"], text),
                                     not (not_null or in_key)))
         columns = tuple(specs)
@@ -357,7 +357,7 @@ def _create_table(text: str, start: int, end: int, ast: exp.Create) -> CreateTab
                                 options=options, if_not_exists=bool(ast.args.get("exists")),
                                 replace=bool(ast.args.get("replace")), watermark=watermark,
                                 computed=computed, metadata=tuple(metadata),
-                                primary_key=key)
+                                primary_key=keys)
 
 
 def _computed_expression(col: exp.ColumnDef, text: str) -> exp.Expression | None:

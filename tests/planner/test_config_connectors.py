@@ -40,7 +40,7 @@ def test_a_misspelled_option_names_the_option(parquet: Path) -> None:
 @pytest.mark.parametrize(("options", "message"), [
     ("'connector' = 'filesystm', 'path' = 'x'",
      r"table 't': unknown connector 'filesystm' \(did you mean 'filesystem'\?\) "
-     r"\(available: filesystem, datagen, print, blackhole\)"),
+     r"\(available: filesystem, datagen, print, blackhole, kafka, upsert-kafka\)"),
     ("'format' = 'orc'", r"table 't': invalid value 'orc' for format \(allowed: parquet, csv, "
                          r"json\)"),
     ("'source.monitor-interval' = 'often'",
@@ -137,6 +137,6 @@ def test_planning_asks_the_declarations(tmp_path: Path) -> None:
                                         r"written to"):
         session.sql("SELECT * FROM out")
     with pytest.raises(PlanError, match=r"table 'files' \(filesystem sink\) accepts only "
-                                        r"insert-only results.*write to a print or blackhole "
+                                        r"insert-only results.*write to a print or blackhole or upsert-kafka "
                                         r"table"):
         session.sql("INSERT INTO files SELECT k, count(*) FROM src GROUP BY k")

@@ -14,7 +14,9 @@ independently of how the passes decided, and checks the promises:
   its input, above an input that never ends.
 * changelog mode (streaming plans): no updating input (+I/-U/+U/-D) into an operator or sink
   that accepts inserts only (window TVF, window and windowed aggregates, interval and window
-  joins, OVER, Top-N / deduplication, LIMIT, filesystem sinks).
+  joins, OVER, Top-N / deduplication, LIMIT, append-only sinks).
+* sources (batch plans): no changelog source (debezium-json, upsert-kafka), whose rows are
+  changes a batch operator would take for inserts.
 
 A violation is a bug in a pass, reported as a PlanError naming the node and its path from
 the root, instead of a wrong result or a query that never ends. ``distribution`` checks
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from flowsql.optimizer.distribution import parallelism
 from flowsql.optimizer.sanity_check.distribution import check_distribution
-from flowsql.optimizer.sanity_check.streaming import check_streaming
+from flowsql.optimizer.sanity_check.streaming import check_insert_only_sources, check_streaming
 from flowsql.planner.physical import PhysicalPlan
 
 __all__ = ["sanity_check"]
@@ -38,3 +40,5 @@ def sanity_check(plan: PhysicalPlan, settings: dict[str, str], streaming: bool) 
         check_distribution(plan)
     if streaming:
         check_streaming(plan)
+    else:
+        check_insert_only_sources(plan)

@@ -8,6 +8,9 @@ the end of its input:
 
 * scans of a table with a WATERMARK get a ``WatermarkAssignerExec`` (its column is then a
   rowtime attribute, kept by filters and by projections that pass it through unchanged);
+  a source that reads splits (Kafka partitions) gets the WATERMARK itself instead
+  (``TableScanExec.watermark``), to generate it per split;
+* a scan of a changelog source (debezium-json values, upsert-kafka) is updating;
 * a column computed as ``PROCTIME()`` is a proctime attribute (kept the same way); an
   operator that uses one as its time (window aggregate, interval join, OVER aggregate)
   gets a ``ProctimeWatermarkExec`` right below it, whose watermark is the wall clock, and
@@ -65,6 +68,7 @@ from flowsql.planner.physical import (
     ProjectExec,
     SetOpExec,
     SortExec,
+    SourceWatermark,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -148,14 +152,21 @@ class _Planner:
                             "written to (INSERT INTO), not read")
         bounded = is_bounded_table(table.options, table.statistics.row_count)
         info = StreamInfo(INSERT_ONLY, None, frozenset(), (), bounded)
+        if connector_of(table.options).reads_changelog(table.options):
+            info = replace(info, mode=UPDATING,
+                           updated_by=f"table '{table.name}' (a changelog source)")
         spec = table.watermark
         column = next((f for f in node.fields if spec and f.name.lower() == spec.column.lower()),
                       None)
         if spec is None or column is None:
             return node, info
+        rowtimes = frozenset({column.cid})
+        if connector_of(table.options).split_watermarks:
+            watermark = SourceWatermark(column.ref(), spec.delay_ms, self.interval)
+            return replace(node, watermark=watermark), replace(info, rowtimes=rowtimes)
         assigner = WatermarkAssignerExec(node, column.ref(), spec.delay_ms, self.interval,
                                          node.est_rows)
-        return assigner, replace(info, rowtimes=frozenset({column.cid}))
+        return assigner, replace(info, rowtimes=rowtimes)
 
     def values(self, node: ValuesExec) -> tuple[PhysicalPlan, StreamInfo]:
         return node, StreamInfo(INSERT_ONLY, None, frozenset(), (), True)
@@ -184,9 +195,16 @@ class _Planner:
         out: PhysicalPlan = replace(node, input=child)
         computed = self._computed_rowtime(node, child)
         if computed is not None:
-            spec = child.table.watermark  # type: ignore[attr-defined]
-            out = WatermarkAssignerExec(out, computed.ref(), spec.delay_ms, self.interval,
-                                        node.est_rows)
+            assert isinstance(child, TableScanExec) and child.table.watermark is not None
+            spec = child.table.watermark
+            if connector_of(child.table.options).split_watermarks:
+                # the source evaluates the computed column's expression over its own fields
+                expr = next(e for e, f in zip(node.exprs, node.fields) if f is computed)
+                watermark = SourceWatermark(expr, spec.delay_ms, self.interval)
+                out = replace(node, input=replace(child, watermark=watermark))
+            else:
+                out = WatermarkAssignerExec(out, computed.ref(), spec.delay_ms, self.interval,
+                                            node.est_rows)
             rowtimes |= {computed.cid}
         return out, replace(info, rowtimes=rowtimes, windows=windows, proctimes=proctimes,
                             proctime_windows=proctime_windows)

@@ -85,6 +85,9 @@ class Connector:
     key_value_formats: bool = False
     #: metadata columns (``col TYPE METADATA [FROM 'key'] [VIRTUAL]``) the connector knows
     metadata: tuple[MetadataKey, ...] = ()
+    #: the source generates watermarks per split (Kafka partition) and combines them;
+    #: the planner hands it the WATERMARK instead of placing an assigner above it
+    split_watermarks: bool = False
 
     def option(self, key: str) -> Option:
         """The declaration of ``key`` (a connector or format option); KeyError if none."""

@@ -72,8 +72,6 @@ _DELIVERY = Option("sink.delivery-guarantee", STRING, "at-least-once",
 _TXN_PREFIX = Option("sink.transactional-id-prefix", STRING, None,
                      "Prefix of the sink's transactional ids (required for exactly-once; "
                      "unique per job writing to the cluster).")
-_SINK_PARALLELISM = Option("sink.parallelism", INTEGER, None,
-                           "Parallelism of the sink (unset: the input's).", minimum=1)
 _CLIENT_PREFIX = (("properties.", "any Kafka client setting, passed to the client"),)
 
 METADATA = (
@@ -125,11 +123,12 @@ KAFKA = Connector(
                "default: by the key's hash when there is a key, else spread; fixed: sink "
                "subtask i writes partition i mod n; round-robin: rows in turn.",
                allowed=("default", "fixed", "round-robin")),
-        _DELIVERY, _TXN_PREFIX, _SINK_PARALLELISM,
+        _DELIVERY, _TXN_PREFIX,
     ),
     formats=FORMATS, format_option="format", needs_columns=True,
     option_prefixes=_CLIENT_PREFIX, bounded_with="scan.bounded.mode",
-    changelog_formats=("debezium-json",), key_value_formats=True, metadata=METADATA)
+    changelog_formats=("debezium-json",), key_value_formats=True, metadata=METADATA,
+    split_watermarks=True)
 
 UPSERT_KAFKA = Connector(
     "upsert-kafka",
@@ -150,8 +149,9 @@ UPSERT_KAFKA = Connector(
                minimum=0),
         Option("sink.buffer-flush.interval", DURATION, "0 s",
                "Longest time a buffered change waits."),
-        _DELIVERY, _TXN_PREFIX, _SINK_PARALLELISM,
+        _DELIVERY, _TXN_PREFIX,
     ),
     formats=FORMATS, format_option="value.format", needs_columns=True,
     option_prefixes=_CLIENT_PREFIX, updating_source=True, sink_accepts_updates=True,
-    needs_primary_key=True, key_value_formats=True, metadata=METADATA)
+    needs_primary_key=True, key_value_formats=True, metadata=METADATA,
+    split_watermarks=True)

@@ -71,6 +71,19 @@ def _connector_section(connector: Connector) -> list[str]:
     if connector.column_options:
         lines += ["", f"Per column (`{COLUMN_OPTION_PREFIX}<column>.<option>`):", "",
                   *_option_table(connector.column_options)]
+    for prefix, description in connector.option_prefixes:
+        lines += ["", f"Keys `{prefix}*`: {description}."]
+    if connector.needs_primary_key:
+        lines += ["", "The table needs `PRIMARY KEY (...) NOT ENFORCED`."]
+    if connector.metadata:
+        lines += ["", "Metadata columns (`name TYPE METADATA [FROM 'key'] [VIRTUAL]`):", "",
+                  "| Key | Type | Written by the sink | Description |", "|---|---|---|---|",
+                  *(f"| `{m.name}` | {m.sql_type} | {'yes' if m.writable else 'no (VIRTUAL)'}"
+                    f" | {m.description} |" for m in connector.metadata)]
+    if connector.key_value_formats:
+        lines += ["", "Format options are written `<format>.<option>` for 'format', "
+                  "`value.<format>.<option>` for 'value.format' and `key.<format>.<option>` "
+                  "for 'key.format'."]
     for fmt in connector.formats:
         lines += ["", f"#### format {fmt.name}", "", fmt.description
                   + (" The column list may be omitted." if fmt.describes_columns else "")]
@@ -80,6 +93,10 @@ def _connector_section(connector: Connector) -> list[str]:
 
 
 def _boundedness(connector: Connector) -> str:
+    if connector.updating_source:
+        return "unbounded, a changelog"
+    if connector.bounded_with is not None:
+        return f"unbounded, bounded with '{connector.bounded_with}'"
     if connector.unbounded_with is not None:
         return f"bounded, unbounded with '{connector.unbounded_with}'"
     if connector.bounded_by_row_count:

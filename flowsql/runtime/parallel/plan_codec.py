@@ -23,7 +23,13 @@ from flowsql.errors import ExecutionError
 from flowsql.planner import expressions as E
 from flowsql.planner import physical as P
 from flowsql.planner import physical_streaming as S
-from flowsql.planner.catalog import ComputedColumn, TableEntry, TableStatistics, WatermarkSpec
+from flowsql.planner.catalog import (
+    ComputedColumn,
+    MetadataColumn,
+    TableEntry,
+    TableStatistics,
+    WatermarkSpec,
+)
 from flowsql.planner.logical import WindowShape
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
@@ -31,7 +37,7 @@ from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.parallel.type_names import type_from_name, type_name
 
 _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
-    P.TableScanExec, P.ValuesExec, P.FilterExec, P.ProjectExec, P.HashJoinExec,
+    P.TableScanExec, P.SourceWatermark, P.ValuesExec, P.FilterExec, P.ProjectExec, P.HashJoinExec,
     P.NestedLoopJoinExec, P.HashAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
     P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput,
     P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
@@ -40,7 +46,7 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     S.WindowedAggregateExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
     E.Frame, E.WindowCall, Field, TableEntry, TableStatistics, WatermarkSpec,
-    ComputedColumn)}
+    ComputedColumn, MetadataColumn)}
 
 
 def dumps(value: Any) -> str:

@@ -49,7 +49,8 @@ def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | 
     from flowsql.planner.physical_streaming import SinkExec
     from flowsql.planner.schema import Field
 
-    names = [f.name for f in table.schema]
+    writable = table.writable_schema  # VIRTUAL metadata columns are read-only
+    names = [f.name for f in writable]
     targets = list(columns) if columns is not None else names
     lowered = {n.lower(): n for n in names}
     unknown = [c for c in targets if c.lower() not in lowered]
@@ -61,7 +62,7 @@ def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | 
                         f"columns, the target {len(targets)} ({', '.join(targets)})")
     by_target = {lowered[c.lower()]: f for c, f in zip(targets, plan.schema)}
     exprs: list[Expr] = []
-    for field in table.schema:
+    for field in writable:
         source = by_target.get(field.name)
         if source is None:
             exprs.append(Literal(None, field.type))
@@ -69,6 +70,6 @@ def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | 
             exprs.append(source.ref())
         else:
             exprs.append(Cast(source.ref(), field.type))
-    fields = tuple(Field.fresh(f.name, f.type) for f in table.schema)
+    fields = tuple(Field.fresh(f.name, f.type) for f in writable)
     project = ProjectExec(plan, tuple(exprs), fields, plan.est_rows)
     return SinkExec(project, table, plan.est_rows)
