@@ -18,6 +18,7 @@ Known gaps of this broker (the connectors must not depend on them; tests work ar
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import tempfile
@@ -48,8 +49,9 @@ class DevBroker:
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
-        self._log = tempfile.NamedTemporaryFile(prefix="tansu-", suffix=".log", delete=False)
-        self.log_path = Path(self._log.name)
+        handle, name = tempfile.mkstemp(prefix="tansu-", suffix=".log")
+        self.log_path = Path(name)
+        self._log = os.fdopen(handle, "wb")
         url = f"tcp://{self.bootstrap}"
         self._process = subprocess.Popen(
             [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
