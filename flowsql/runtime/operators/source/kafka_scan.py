@@ -1,0 +1,405 @@
+"""Scan of a ``kafka`` or ``upsert-kafka`` table: a polled source over the partitions this
+subtask owns, with their offsets in checkpointed state.
+
+Contract: a :class:`PolledSource`. ``poll`` returns the batches (and watermarks) available
+now, waiting at most ``max_wait_s`` in the client; it returns None once a bounded read
+(``scan.bounded.mode``) reached the end of every owned partition. An unbounded scan never
+ends. Each poll's records become one batch of the scanned columns (``RecordDecoder``),
+filtered by the pushed filters exactly.
+
+Partitions: subtask i owns the partitions ``offsets.owner`` gives it, of the topics named by
+``topic`` (a ';' list) or matching ``topic-pattern``. The topics are listed again every
+``scan.topic-partition-discovery.interval`` (0: never); a new partition (of a new matching
+topic, or a topic that grew) starts at its earliest offset, as in Flink.
+
+State (operator list state, union: after a rescale every subtask sees every old entry and
+keeps the partitions it now owns, so partitions are redistributed with their positions):
+
+* ``partitions``: per owned partition the next offset to read, the highest event time seen
+  (for per-partition watermarks) and the start's skip-before time (a timestamp start whose
+  first record was not read yet); a position is checkpointed only once it is an offset, so
+  a restore resumes exactly after the last emitted record;
+* ``upsert`` (upsert-kafka): the last value per key of every owned partition.
+
+Where reading starts is decided once per partition when it is first assigned
+(``offsets.start_positions``); a restore never asks the broker or the group again.
+Offsets are committed to ``properties.group.id`` when a checkpoint completes, for monitoring
+(Flink's behaviour); they are never read back for recovery.
+
+Watermarks: when the planner pushed the table's WATERMARK into the scan
+(``TableScanExec.watermark``), they are generated per partition and combined
+(``SplitWatermarks``) and returned by ``poll`` after the batch.
+
+Bad records: a record a format cannot decode fails the query with topic, partition and
+offset, unless the format's ``*.ignore-parse-errors`` is set: then it is skipped and counted
+in ``metrics[PARSE_ERRORS_IGNORED]``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flowsql.errors import ExecutionError
+from flowsql.planner.config import SettingValues
+from flowsql.planner.config.connectors import connector_of
+from flowsql.planner.expressions import conjoin
+from flowsql.planner.physical import TableScanExec
+from flowsql.runtime.changelog import ROW_KIND
+from flowsql.runtime.connectors.filesystem import PARSE_ERRORS_IGNORED
+from flowsql.runtime.connectors.kafka.client_config import client_config
+from flowsql.runtime.connectors.kafka.offsets import (
+    OFFSET_BEGINNING,
+    StartPosition,
+    StopPosition,
+    owner,
+    start_positions,
+    stop_positions,
+)
+from flowsql.runtime.connectors.kafka.record_decoding import RecordDecoder
+from flowsql.runtime.connectors.kafka.split_watermarks import SplitWatermarks
+from flowsql.runtime.connectors.kafka.upsert_changelog import STATE_SCHEMA as UPSERT_SCHEMA
+from flowsql.runtime.events import Watermark
+from flowsql.runtime.expressions import compile_expr, compile_predicate
+from flowsql.runtime.kernels.batches import batch_size
+from flowsql.runtime.kernels.epoch_millis import epoch_millis
+from flowsql.runtime.operator import OperatorContext
+from flowsql.runtime.operators.contract import PolledSource
+from flowsql.runtime.state.store import StateStore
+from flowsql.runtime.time.watermarks import MIN_WATERMARK
+
+_POSITIONS = pa.schema([pa.field("topic", pa.string(), nullable=False),
+                        pa.field("partition", pa.int32(), nullable=False),
+                        pa.field("offset", pa.int64(), nullable=False),
+                        pa.field("max_time", pa.int64(), nullable=False),
+                        pa.field("skip_before", pa.int64())])
+_BROKER_TIMEOUT_S = 10.0
+
+
+class KafkaScanOperator(PolledSource):
+    def __init__(self, node: TableScanExec) -> None:
+        self.node = node
+        self.table = node.table
+        options = self.table.options
+        self.connector = connector_of(options)
+        predicate = conjoin(node.filters)
+        self._keep = compile_predicate(predicate, node.fields) if predicate is not None else None
+        self._changelog = self.connector.reads_changelog(options)
+        topics = options.get("topic")
+        self._topics = [t.strip() for t in topics.split(";") if t.strip()] if topics else []
+        pattern = options.get("topic-pattern")
+        self._pattern = re.compile(pattern) if pattern else None
+        self._discovery_ms: int = self.connector.value(
+            options, "scan.topic-partition-discovery.interval")
+
+    # -- life cycle -------------------------------------------------------------------------
+    def open(self, context: OperatorContext) -> None:
+        super().open(context)
+        from confluent_kafka import Consumer
+
+        options = self.table.options
+        columns = pa.schema([pa.field(f.name, f.dtype) for f in self.node.fields])
+        self._decoder = RecordDecoder(self.table, columns, self._changelog)
+        self._group = options.get("properties.group.id")
+        self._config = client_config(
+            options, **{"group.id": self._group or f"flowsql-{context.job_id}",
+                        "enable.auto.commit": False, "enable.partition.eof": True,
+                        "auto.offset.reset": "error"})
+        self._client_reset = client_config(options).get("auto.offset.reset")
+        self._consumer = Consumer(self._config)
+        self._batch_size = batch_size(context.settings)
+        self._store = StateStore.for_context(context)
+        self._positions = self._store.list_state("partitions", _POSITIONS, "union")
+        self._upsert_state = (self._store.list_state("upsert", UPSERT_SCHEMA, "union")
+                              if self._decoder.upsert is not None else None)
+        #: owned partitions in assignment order; their index is the split number
+        self._splits: list[tuple[str, int]] = []
+        self._index: dict[tuple[str, int], int] = {}
+        self._next: list[int] = []  # next offset to read (OFFSET_BEGINNING until known)
+        self._skip_before: list[int | None] = []
+        self._stop: list[StopPosition | None] = []
+        self._done: list[bool] = []
+        self._restored: pa.Table | None = None
+        self._next_discovery = 0.0
+        self._committable: dict[int, list[tuple[str, int, int]]] = {}
+        watermark = self.node.watermark
+        self._time = (compile_expr(watermark.time, self.node.fields)
+                      if watermark is not None else None)
+        self._watermarks = SplitWatermarks(
+            watermark.delay_ms if watermark else 0, watermark.interval_ms if watermark else 0,
+            SettingValues(context.settings).duration_ms("table.exec.source.idle-timeout")
+            or None)
+        self._started = False
+
+    def restore_state(self, state: dict[str, pa.Table]) -> None:
+        self._store.restore(state)
+        self._restored = self._positions.rows
+
+    def close(self) -> None:
+        consumer = getattr(self, "_consumer", None)
+        if consumer is not None:
+            self._consumer = None
+            consumer.close()
+
+    # -- partitions -------------------------------------------------------------------------
+    def _start(self) -> None:
+        """First poll: take over restored partitions, then discover the rest."""
+        self._started = True
+        restored = self._restored
+        if restored is not None and restored.num_rows:
+            rows = restored.to_pylist()
+            mine = [r for r in rows if owner(r["topic"], r["partition"],
+                                             self.context.parallelism)
+                    == self.context.subtask_index]
+            upsert = self._upsert_rows()
+            self._assign([(r["topic"], r["partition"]) for r in mine],
+                         {(r["topic"], r["partition"]): StartPosition(r["offset"],
+                                                                      r["skip_before"])
+                          for r in mine},
+                         {(r["topic"], r["partition"]): r["max_time"] for r in mine}, upsert)
+        self._discover()
+
+    def _upsert_rows(self) -> dict[tuple[str, int], tuple[list[bytes], list[bytes]]]:
+        if self._upsert_state is None:
+            return {}
+        rows = self._upsert_state.rows
+        found: dict[tuple[str, int], tuple[list[bytes], list[bytes]]] = {}
+        for topic, partition, key, value in zip(*(rows.column(n).to_pylist()
+                                                  for n in UPSERT_SCHEMA.names)):
+            keys, values = found.setdefault((topic, partition), ([], []))
+            keys.append(key)
+            values.append(value)
+        return found
+
+    def _discover(self) -> None:
+        """List the topics and assign the owned partitions not assigned yet."""
+        self._next_discovery = time.monotonic() + self._discovery_ms / 1000
+        metadata = self._consumer.list_topics(timeout=_BROKER_TIMEOUT_S)
+        names = (self._topics if self._pattern is None else
+                 sorted(t for t in metadata.topics if self._pattern.fullmatch(t)
+                        and not t.startswith("__")))
+        found: list[tuple[str, int]] = []
+        for name in names:
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None:
+                if self._pattern is None:
+                    raise ExecutionError(f"kafka table '{self.table.name}': topic '{name}' "
+                                         "does not exist")
+                continue
+            found += [(name, p) for p in sorted(topic.partitions)
+                      if owner(name, p, self.context.parallelism)
+                      == self.context.subtask_index]
+        new = [tp for tp in found if tp not in self._index]
+        if not new:
+            return
+        options = self.table.options
+        restored = self._restored is not None and self._restored.num_rows > 0
+        mode = "earliest-offset" if self._splits or restored else str(
+            self.connector.value(options, "scan.startup.mode") if self.table.connector ==
+            "kafka" else "earliest-offset")
+        config = {**self._config, "auto.offset.reset": self._client_reset or "none"}
+        starts = start_positions(self._consumer, mode, options, new, config)
+        self._assign(new, starts, {}, {})
+
+    def _assign(self, partitions: list[tuple[str, int]],
+                starts: dict[tuple[str, int], StartPosition], max_times: dict[Any, int],
+                upsert: dict[tuple[str, int], tuple[list[bytes], list[bytes]]]) -> None:
+        from confluent_kafka import TopicPartition
+
+        if not partitions:
+            return
+        mode = (str(self.connector.value(self.table.options, "scan.bounded.mode"))
+                if self.table.connector == "kafka" else "unbounded")
+        stops = stop_positions(self._consumer, mode, self.table.options, partitions,
+                               self._config)
+        assignment = []
+        for tp in partitions:
+            start = starts[tp]
+            self._index[tp] = len(self._splits)
+            self._splits.append(tp)
+            self._next.append(start.offset)
+            self._skip_before.append(start.skip_before_ms)
+            stop = stops.get(tp)
+            self._stop.append(stop)
+            self._done.append(stop is not None and stop.offset is not None
+                              and start.offset >= 0 and start.offset >= stop.offset)
+            self._watermarks.add_split(max_times.get(tp, MIN_WATERMARK))
+            if self._decoder.upsert is not None:
+                self._decoder.upsert.add_split()
+                if tp in upsert:
+                    self._decoder.upsert.restore(len(self._splits) - 1, *upsert[tp])
+            if not self._done[-1]:
+                assignment.append(TopicPartition(tp[0], tp[1], start.offset))
+        if assignment:
+            self._consumer.incremental_assign(assignment)
+
+    # -- polling ----------------------------------------------------------------------------
+    def poll(self, max_wait_s: float) -> list[pa.RecordBatch | Watermark] | None:  # type: ignore[override]
+        if not self._started:
+            self._start()
+        if self._splits and all(self._done) and self._bounded:
+            return None
+        if self._discovery_ms and time.monotonic() >= self._next_discovery:
+            self._discover()
+        messages = self._consumer.consume(self._batch_size, max(0.0, max_wait_s))
+        out: list[pa.RecordBatch | Watermark] = []
+        records = self._records(messages)
+        if records:
+            batch = self._batch(records)
+            if batch is not None and batch.num_rows:
+                out.append(batch)
+        watermark = self._watermarks.emit() if self._time is not None else None
+        if watermark is not None:
+            out.append(Watermark(watermark))
+        if not out and self._bounded and self._splits and all(self._done):
+            return None
+        return out
+
+    @property
+    def _bounded(self) -> bool:
+        return self.connector.is_bounded(self.table.options, None)
+
+    def _records(self, messages: list[Any]) -> list[Any]:
+        """The data records of a poll, without errors, end-of-partition events, records
+        past a bounded end or before a timestamp start."""
+        from confluent_kafka import KafkaError
+
+        kept = []
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    self._at_end(message.topic(), message.partition(), message.offset())
+                    continue
+                raise ExecutionError(f"kafka table '{self.table.name}': topic "
+                                     f"'{message.topic()}' partition {message.partition()}: "
+                                     f"{error.str()}")
+            split = self._index.get((message.topic(), message.partition()))
+            if split is None or self._done[split]:
+                continue
+            stop = self._stop[split]
+            if stop is not None and self._past_stop(split, message, stop):
+                continue
+            skip = self._skip_before[split]
+            if skip is not None:
+                if message.timestamp()[1] < skip:
+                    self._next[split] = message.offset() + 1
+                    continue
+                self._skip_before[split] = None
+            kept.append(message)
+        return kept
+
+    def _past_stop(self, split: int, message: Any, stop: StopPosition) -> bool:
+        offset = message.offset()
+        if (stop.offset is not None and offset >= stop.offset) or (
+                stop.at_time_ms is not None and message.timestamp()[1] >= stop.at_time_ms):
+            self._finish_split(split)
+            return True
+        return False
+
+    def _at_end(self, topic: str, partition: int, offset: int) -> None:
+        split = self._index.get((topic, partition))
+        if split is None:
+            return
+        if self._next[split] < 0:
+            self._next[split] = offset  # an empty partition read from its beginning
+        stop = self._stop[split]
+        if stop is not None and stop.offset is not None and offset >= stop.offset:
+            self._finish_split(split)
+
+    def _finish_split(self, split: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        if not self._done[split]:
+            self._done[split] = True
+            topic, partition = self._splits[split]
+            self._consumer.incremental_unassign([TopicPartition(topic, partition)])
+
+    def _batch(self, messages: list[Any]) -> pa.RecordBatch | None:
+        splits = np.fromiter((self._index[(m.topic(), m.partition())] for m in messages),
+                             dtype=np.int64, count=len(messages))
+        offsets = np.fromiter((m.offset() for m in messages), dtype=np.int64,
+                              count=len(messages))
+        decoded = self._decoder.decode(messages, splits.tolist(), lambda i: _where(
+            messages[i]))
+        if decoded.skipped:
+            metrics = self.context.metrics
+            metrics[PARSE_ERRORS_IGNORED] = metrics.get(PARSE_ERRORS_IGNORED, 0) + decoded.skipped
+        last = np.full(len(self._splits), -1, dtype=np.int64)
+        np.maximum.at(last, splits, offsets)
+        for split in np.flatnonzero(last >= 0).tolist():
+            self._next[split] = int(last[split]) + 1
+            stop = self._stop[split]
+            if stop is not None and stop.offset is not None and self._next[split] >= stop.offset:
+                self._finish_split(split)
+        batch = decoded.batch
+        if self._time is not None and batch.num_rows:
+            self._track_time(batch, splits[decoded.records])
+        else:
+            self._watermarks.touch(splits)
+        if self._keep is not None and batch.num_rows:
+            data = batch.select(range(len(self.node.fields))) if self._changelog else batch
+            batch = batch.filter(self._keep(data))
+        return batch
+
+    def _track_time(self, batch: pa.RecordBatch, splits: np.ndarray) -> None:
+        data = batch.drop_columns([ROW_KIND]) if self._changelog else batch
+        assert self._time is not None
+        time_column = self._time(data)
+        valid = np.asarray(pc.is_valid(time_column))
+        self._watermarks.touch(splits)
+        if valid.any():
+            times = epoch_millis(time_column.filter(pa.array(valid)), "kafka source watermark")
+            self._watermarks.on_records(splits[valid], times)
+
+    def on_idle(self) -> Iterable[Watermark]:
+        """A watermark may advance while no records come (an idle partition dropped out)."""
+        if self._time is None or not self._started:
+            return ()
+        watermark = self._watermarks.emit()
+        return () if watermark is None else (Watermark(watermark),)
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        if not self._started:
+            return self._store.snapshot()  # nothing taken over yet: the restored state
+        rows = {"topic": [t for t, _ in self._splits],
+                "partition": [p for _, p in self._splits],
+                "offset": list(self._next),
+                "max_time": list(self._watermarks.max_time),
+                "skip_before": list(self._skip_before)}
+        self._positions.update(pa.table(rows, schema=_POSITIONS))
+        if self._upsert_state is not None and self._decoder.upsert is not None:
+            self._upsert_state.update(self._decoder.upsert.snapshot(self._splits))
+        if self._group:
+            self._committable[checkpoint_id] = [(t, p, o) for (t, p), o
+                                                in zip(self._splits, self._next) if o >= 0]
+        return self._store.snapshot()
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commit the offsets of checkpoint ``checkpoint_id`` to the group (monitoring)."""
+        from confluent_kafka import TopicPartition
+
+        done = [c for c in self._committable if c <= checkpoint_id]
+        if not done or self._consumer is None:
+            return
+        offsets = self._committable[max(done)]
+        for c in done:
+            del self._committable[c]
+        if offsets:
+            self._consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in offsets],
+                                  asynchronous=True)
+
+
+def _where(message: Any) -> str:
+    return (f"topic '{message.topic()}' partition {message.partition()} offset "
+            f"{message.offset()}")
+
+
+__all__ = ["KafkaScanOperator", "OFFSET_BEGINNING"]
