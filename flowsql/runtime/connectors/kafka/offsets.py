@@ -78,9 +78,11 @@ def parse_specific_offsets(text: str, key: str) -> dict[int, int]:
 
 
 def start_positions(consumer: Any, mode: str, options: dict[str, str],
-                    partitions: Sequence[tuple[str, int]], config: dict[str, Any]
-                    ) -> dict[tuple[str, int], StartPosition]:
-    """The start of each of ``partitions`` under ``scan.startup.mode`` = ``mode``."""
+                    partitions: Sequence[tuple[str, int]], config: dict[str, Any],
+                    reset: str | None = None) -> dict[tuple[str, int], StartPosition]:
+    """The start of each of ``partitions`` under ``scan.startup.mode`` = ``mode``;
+    ``reset`` is the client's ``auto.offset.reset`` for partitions the group has no
+    offset of (None: fail, as Flink does)."""
     from confluent_kafka import TopicPartition
 
     if not partitions:
@@ -100,11 +102,11 @@ def start_positions(consumer: Any, mode: str, options: dict[str, str],
         # partitions not listed start at the group's offsets (Flink's rule)
         rest = [tp for tp in partitions if tp[1] not in given]
         found = {tp: StartPosition(given[tp[1]]) for tp in partitions if tp[1] in given}
-        found.update(start_positions(consumer, "group-offsets", options, rest, config))
+        found.update(start_positions(consumer, "group-offsets", options, rest, config, reset))
         return found
     committed = consumer.committed([TopicPartition(t, p) for t, p in partitions],
                                    timeout=_BROKER_TIMEOUT_S)
-    reset = str(config.get("auto.offset.reset", "none")).lower()
+    reset = (reset or "none").lower()
     found = {}
     missing = []
     for tp in committed:

@@ -203,8 +203,8 @@ class KafkaScanOperator(PolledSource):
         mode = "earliest-offset" if self._splits or restored else str(
             self.connector.value(options, "scan.startup.mode") if self.table.connector ==
             "kafka" else "earliest-offset")
-        config = {**self._config, "auto.offset.reset": self._client_reset or "none"}
-        starts = start_positions(self._consumer, mode, options, new, config)
+        starts = start_positions(self._consumer, mode, options, new, self._config,
+                                 self._client_reset)
         self._assign(new, starts, {}, {})
 
     def _assign(self, partitions: list[tuple[str, int]],
