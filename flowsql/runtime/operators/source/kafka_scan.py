@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner.config import SettingValues
 from flowsql.planner.config.connectors import connector_of
+from flowsql.planner.config.kafka import KAFKA
 from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import TableScanExec
 from flowsql.runtime.changelog import ROW_KIND
@@ -95,7 +96,10 @@ class KafkaScanOperator(PolledSource):
         self._topics = [t.strip() for t in topics.split(";") if t.strip()] if topics else []
         pattern = options.get("topic-pattern")
         self._pattern = re.compile(pattern) if pattern else None
-        self._discovery_ms: int = self.connector.value(
+        # upsert-kafka declares no scan options: it reads everything, discovering as kafka
+        # does by default
+        scan_options = self.connector if self.table.connector == "kafka" else KAFKA
+        self._discovery_ms: int = scan_options.value(
             options, "scan.topic-partition-discovery.interval")
 
     # -- life cycle -------------------------------------------------------------------------
