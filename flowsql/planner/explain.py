@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from flowsql.planner.config.connectors import connector_of
 from flowsql.planner.expressions import (
     SUBQUERY_TYPES,
     ColumnRef,
@@ -182,8 +183,10 @@ def _physical_line(plan: PhysicalPlan) -> str:
         if plan.watermark is not None:
             delay = f" - {plan.watermark.delay_ms}ms" if plan.watermark.delay_ms else ""
             watermark = f" watermark=[{render(plan.watermark.time)}{delay} per split]"
+        options = plan.table.options
+        changelog = " changelog" if connector_of(options).reads_changelog(options) else ""
         return (f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
-                f"{watermark}")
+                f"{watermark}{changelog}")
     if isinstance(plan, ValuesExec):
         return f"Values {_columns(plan.fields)}"
     if isinstance(plan, FilterExec):

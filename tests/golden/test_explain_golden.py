@@ -15,6 +15,8 @@ from flowsql.tpch.queries import QUERY_NUMBERS, load_query
 
 HERE = Path(__file__).parent
 CASES = sorted((HERE / "cases").glob("*.sql"))
+#: streaming plans: the case file's statements before the last create its tables
+STREAMING_CASES = sorted((HERE / "streaming_cases").glob("*.sql"))
 UPDATE = os.environ.get("FLOWSQL_UPDATE_GOLDEN") == "1"
 
 
@@ -39,3 +41,16 @@ def test_explain_case(case: Path, tpch_session) -> None:  # type: ignore[no-unty
 def test_explain_tpch(number: int, tpch_session) -> None:  # type: ignore[no-untyped-def]
     text = tpch_session.sql("EXPLAIN " + load_query(number)).plan_text
     _check(f"tpch_q{number:02d}", text + "\n")
+
+
+@pytest.mark.parametrize("case", STREAMING_CASES, ids=[c.stem for c in STREAMING_CASES])
+def test_explain_streaming_case(case: Path) -> None:
+    import flowsql
+
+    sql = case.read_text()
+    assert sql.startswith("-- why:"), "each golden case says why it exists"
+    *tables, query = [s for s in sql.split("\n", 1)[1].split(";") if s.strip()]
+    session = flowsql.connect(**{"execution.runtime-mode": "streaming"})
+    for statement in tables:
+        session.sql(statement)
+    _check(case.stem, session.sql("EXPLAIN " + query).plan_text + "\n")
