@@ -35,7 +35,7 @@ class SinkOperator(Operator):
     def __init__(self, node: SinkExec) -> None:
         self.node = node
         self.width = len(node.input.schema)
-        self.schema = normalized_schema(node.table.schema)
+        self.schema = normalized_schema(node.table.writable_schema)
         if self.width != len(self.schema):
             raise ExecutionError(f"table '{node.table.name}' has {len(self.schema)} columns, "
                                  f"the query writes {self.width}")
