@@ -245,3 +245,43 @@ def test_bad_tables_fail_their_ddl(options: str, message: str) -> None:
     with pytest.raises(FlowSQLError, match=message):
         session.sql(f"CREATE TABLE t (id BIGINT) WITH ('connector' = 'kafka', 'format' = "
                     f"'json', 'properties.bootstrap.servers' = 'localhost:1', {options})")
+
+
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_parallel_subtasks_share_the_partitions(kafka_broker: DevBroker, mode: str) -> None:
+    name = f"par{next(_names)}"
+    kafka_broker.create_topic(name, 3)
+    kafka_broker.produce(name, [{"value": {"id": i, "k": i % 4}, "partition": i % 3}
+                                for i in range(100)])
+    session = flowsql.connect(**{"execution.runtime-mode": mode, "parallelism.default": "2"})
+    try:
+        _table(session, kafka_broker, name,
+               f", 'scan.startup.mode' = 'earliest-offset'{BOUNDED}",
+               columns="id BIGINT, k BIGINT")
+        rows = session.sql("SELECT k, COUNT(*) AS c, SUM(id) AS s FROM src GROUP BY k"
+                           ).to_arrow().to_pylist()
+    finally:
+        session.close()
+    # k = i % 4 over 0..99: 25 ids each, summing to 1200 + 25 k
+    assert sorted(rows, key=lambda r: r["k"]) == [
+        {"k": k, "c": 25, "s": 1200 + 25 * k} for k in range(4)]
+
+
+def test_key_fields(kafka_broker: DevBroker) -> None:
+    name = f"keys{next(_names)}"
+    kafka_broker.create_topic(name, 1)
+    kafka_broker.produce(name, [
+        {"key": {"region": "eu", "shop": 7}, "value": {"amount": 10}},
+        {"key": {"region": "us", "shop": 8}, "value": {"amount": 20}},
+        {"key": None, "value": {"amount": 30}},
+    ])
+    session = _session()
+    _table(session, kafka_broker, name,
+           f", 'scan.startup.mode' = 'earliest-offset'{BOUNDED}, 'key.format' = 'json', "
+           "'key.fields' = 'k_region;k_shop', 'key.fields-prefix' = 'k_', "
+           "'value.fields-include' = 'EXCEPT_KEY'",
+           columns="k_region STRING, k_shop INT, amount BIGINT")
+    rows = session.sql("SELECT k_region, k_shop, amount FROM src").to_arrow().to_pylist()
+    assert rows == [{"k_region": "eu", "k_shop": 7, "amount": 10},
+                    {"k_region": "us", "k_shop": 8, "amount": 20},
+                    {"k_region": None, "k_shop": None, "amount": 30}]
