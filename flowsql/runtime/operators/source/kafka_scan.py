@@ -9,16 +9,19 @@ filtered by the pushed filters exactly.
 
 Partitions: subtask i owns the partitions ``offsets.owner`` gives it, of the topics named by
 ``topic`` (a ';' list) or matching ``topic-pattern``. The topics are listed again every
-``scan.topic-partition-discovery.interval`` (0: never); a new partition (of a new matching
-topic, or a topic that grew) starts at its earliest offset, as in Flink.
+``scan.topic-partition-discovery.interval`` (0: never; a bounded read lists them once, as
+Flink's bounded mode does); a new partition (of a new matching topic, or a topic that grew)
+starts at its earliest offset, as in Flink. A subtask that owns no partition of a bounded
+read ends at once.
 
 State (operator list state, union: after a rescale every subtask sees every old entry and
 keeps the partitions it now owns, so partitions are redistributed with their positions):
 
 * ``partitions``: per owned partition the next offset to read, the highest event time seen
-  (for per-partition watermarks) and the start's skip-before time (a timestamp start whose
-  first record was not read yet); a position is checkpointed only once it is an offset, so
-  a restore resumes exactly after the last emitted record;
+  (for per-partition watermarks), the start's skip-before time (a timestamp start whose
+  first record was not read yet) and a bounded read's end (resolved once, so a restarted
+  job ends where the failed one would have); a restore resumes exactly after the last
+  emitted record;
 * ``upsert`` (upsert-kafka): the last value per key of every owned partition.
 
 Where reading starts is decided once per partition when it is first assigned
@@ -79,7 +82,9 @@ _POSITIONS = pa.schema([pa.field("topic", pa.string(), nullable=False),
                         pa.field("partition", pa.int32(), nullable=False),
                         pa.field("offset", pa.int64(), nullable=False),
                         pa.field("max_time", pa.int64(), nullable=False),
-                        pa.field("skip_before", pa.int64())])
+                        pa.field("skip_before", pa.int64()),
+                        pa.field("stop", pa.int64()),
+                        pa.field("stop_time", pa.int64())])
 _BROKER_TIMEOUT_S = 10.0
 _NO_STOP = np.iinfo(np.int64).max
 #: fetch sizes for throughput (librdkafka's defaults fetch 1 MiB per partition and keep
@@ -173,11 +178,13 @@ class KafkaScanOperator(PolledSource):
                                              self.context.parallelism)
                     == self.context.subtask_index]
             upsert = self._upsert_rows()
-            self._assign([(r["topic"], r["partition"]) for r in mine],
-                         {(r["topic"], r["partition"]): StartPosition(r["offset"],
-                                                                      r["skip_before"])
-                          for r in mine},
-                         {(r["topic"], r["partition"]): r["max_time"] for r in mine}, upsert)
+            keys = [(r["topic"], r["partition"]) for r in mine]
+            self._assign(keys,
+                         {k: StartPosition(r["offset"], r["skip_before"])
+                          for k, r in zip(keys, mine)},
+                         {k: r["max_time"] for k, r in zip(keys, mine)}, upsert,
+                         {k: StopPosition(r["stop"], r["stop_time"])
+                          for k, r in zip(keys, mine) if self._bounded})
         self._discover()
 
     def _upsert_rows(self) -> dict[tuple[str, int], tuple[list[bytes], list[bytes]]]:
@@ -224,15 +231,21 @@ class KafkaScanOperator(PolledSource):
 
     def _assign(self, partitions: list[tuple[str, int]],
                 starts: dict[tuple[str, int], StartPosition], max_times: dict[Any, int],
-                upsert: dict[tuple[str, int], tuple[list[bytes], list[bytes]]]) -> None:
+                upsert: dict[tuple[str, int], tuple[list[bytes], list[bytes]]],
+                restored_stops: dict[tuple[str, int], StopPosition] | None = None) -> None:
+        """Start reading ``partitions``; a bounded read's ends are resolved now, once
+        (``restored_stops``: the ends a checkpoint recorded, so a restarted bounded job
+        ends where the failed one would have)."""
         from confluent_kafka import TopicPartition
 
         if not partitions:
             return
         mode = (str(self.connector.value(self.table.options, "scan.bounded.mode"))
                 if self.table.connector == "kafka" else "unbounded")
-        stops = stop_positions(self._consumer, mode, self.table.options, partitions,
-                               self._config)
+        stops: dict[tuple[str, int], StopPosition] = dict(restored_stops or {})
+        unresolved = [tp for tp in partitions if tp not in stops]
+        stops.update(stop_positions(self._consumer, mode, self.table.options, unresolved,
+                                    self._config))
         assignment = []
         for tp in partitions:
             start = starts[tp]
@@ -270,9 +283,9 @@ class KafkaScanOperator(PolledSource):
     def poll(self, max_wait_s: float) -> list[pa.RecordBatch | Watermark] | None:  # type: ignore[override]
         if not self._started:
             self._start()
-        if self._splits and all(self._done) and self._bounded:
-            return None
-        if self._discovery_ms and time.monotonic() >= self._next_discovery:
+        if self._bounded and all(self._done):
+            return None  # also a subtask that owns no partition of a bounded read
+        if self._discovery_ms and not self._bounded and time.monotonic() >= self._next_discovery:
             self._discover()
         messages = self._consumer.consume(self._batch_size, max(0.0, max_wait_s))
         out: list[pa.RecordBatch | Watermark] = []
@@ -284,7 +297,7 @@ class KafkaScanOperator(PolledSource):
         watermark = self._watermarks.emit() if self._time is not None else None
         if watermark is not None:
             out.append(Watermark(watermark))
-        if not out and self._bounded and self._splits and all(self._done):
+        if not out and self._bounded and all(self._done):
             return None
         return out
 
@@ -448,7 +461,10 @@ class KafkaScanOperator(PolledSource):
                 "partition": [p for _, p in self._splits],
                 "offset": list(self._next),
                 "max_time": list(self._watermarks.max_time),
-                "skip_before": list(self._skip_before)}
+                "skip_before": list(self._skip_before),
+                "stop": [None if stop is None else stop.offset for stop in self._stop],
+                "stop_time": [None if stop is None else stop.at_time_ms
+                              for stop in self._stop]}
         self._positions.update(pa.table(rows, schema=_POSITIONS))
         if self._upsert_state is not None and self._decoder.upsert is not None:
             self._upsert_state.update(self._decoder.upsert.snapshot(self._splits))

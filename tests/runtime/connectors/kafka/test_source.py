@@ -247,11 +247,14 @@ def test_bad_tables_fail_their_ddl(options: str, message: str) -> None:
                     f"'json', 'properties.bootstrap.servers' = 'localhost:1', {options})")
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("mode", ["batch", "streaming"])
-def test_parallel_subtasks_share_the_partitions(kafka_broker: DevBroker, mode: str) -> None:
+def test_parallel_subtasks_share_the_partitions(kafka_broker: DevBroker, mode: str,
+                                                partitions: int) -> None:
+    """With one partition, the second subtask owns nothing and ends at once."""
     name = f"par{next(_names)}"
-    kafka_broker.create_topic(name, 3)
-    kafka_broker.produce(name, [{"value": {"id": i, "k": i % 4}, "partition": i % 3}
+    kafka_broker.create_topic(name, partitions)
+    kafka_broker.produce(name, [{"value": {"id": i, "k": i % 4}, "partition": i % partitions}
                                 for i in range(100)])
     session = flowsql.connect(**{"execution.runtime-mode": mode, "parallelism.default": "2"})
     try:

@@ -203,3 +203,31 @@ def test_positions_survive_a_restore_at_another_parallelism(kafka_broker: DevBro
             break
     scan.close()
     assert sorted(first + rest) == list(range(40))  # nothing lost, nothing twice
+
+
+def test_a_restored_bounded_read_ends_where_it_would_have(kafka_broker: DevBroker) -> None:
+    """The end of a 'latest-offset' bounded read is resolved once and checkpointed: records
+    produced after the job started are not read after a restore either."""
+    name = f"end{next(_names)}"
+    kafka_broker.create_topic(name, 1)
+    kafka_broker.produce(name, [{"value": {"id": i}} for i in range(6)], flush_each=True)
+    session = flowsql.connect()
+    session.sql(f"CREATE TABLE t (id BIGINT) WITH ('connector' = 'kafka', 'topic' = '{name}', "
+                f"'format' = 'json', 'properties.bootstrap.servers' = "
+                f"'{kafka_broker.bootstrap}', 'scan.startup.mode' = 'earliest-offset', "
+                "'scan.bounded.mode' = 'latest-offset')")
+    scan = _scan(session, "t")
+    scan.open(_context(0, 1))
+    first = _read(scan, 1)
+    state = scan.snapshot_state(1)
+    scan.close()
+    kafka_broker.produce(name, [{"value": {"id": i}} for i in (6, 7)], flush_each=True)
+    scan = _scan(session, "t")
+    scan.open(_context(0, 1))
+    scan.restore_state(state)
+    rest: list[int] = []
+    while (polled := scan.poll(1.0)) is not None:
+        rest += [v for b in polled if isinstance(b, pa.RecordBatch)
+                 for v in b.column(0).to_pylist()]
+    scan.close()
+    assert first == [0, 1, 2] and rest == [3, 4, 5]
