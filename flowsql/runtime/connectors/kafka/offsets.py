@@ -186,7 +186,8 @@ def end_offsets(config: dict[str, Any], partitions: Iterable[tuple[str, int]]
             for message in probe.consume(10_000, 0.2):
                 error = message.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                    ends[(message.topic(), message.partition())] = message.offset()
+                    ends[(str(message.topic()), int(message.partition()))] = int(
+                        message.offset())
                 elif error is not None:
                     raise ExecutionError(f"kafka: topic '{message.topic()}': {error.str()}")
         return ends
