@@ -183,11 +183,11 @@ def end_offsets(config: dict[str, Any], partitions: Iterable[tuple[str, int]]
             if time.monotonic() > deadline:
                 raise ExecutionError("kafka: could not find the end of topic "
                                      f"'{partitions[0][0]}' (no answer from the broker)")
-            for message in probe.consume(10_000, 0.2):
+            messages: list[Any] = probe.consume(10_000, 0.2)
+            for message in messages:
                 error = message.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                    ends[(str(message.topic()), int(message.partition()))] = int(
-                        message.offset())
+                    ends[(message.topic(), message.partition())] = message.offset()
                 elif error is not None:
                     raise ExecutionError(f"kafka: topic '{message.topic()}': {error.str()}")
         return ends
