@@ -184,7 +184,8 @@ class KafkaScanOperator(PolledSource):
                           for k, r in zip(keys, mine)},
                          {k: r["max_time"] for k, r in zip(keys, mine)}, upsert,
                          {k: StopPosition(r["stop"], r["stop_time"])
-                          for k, r in zip(keys, mine) if self._bounded})
+                          for k, r in zip(keys, mine) if self._bounded and (
+                              r["stop"] is not None or r["stop_time"] is not None)})
         self._discover()
 
     def _upsert_rows(self) -> dict[tuple[str, int], tuple[list[bytes], list[bytes]]]:
