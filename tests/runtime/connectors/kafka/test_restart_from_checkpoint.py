@@ -17,9 +17,21 @@ def _statements(broker: DevBroker, out: Path, bounded: bool) -> list[str]:
     end = ", 'scan.bounded.mode' = 'latest-offset'" if bounded else ""
     return [f"""CREATE TABLE src (v BIGINT) WITH ('connector' = 'kafka', 'topic' = 'restart',
                 'format' = 'json', 'properties.bootstrap.servers' = '{broker.bootstrap}',
+                'properties.group.id' = 'restart-job',
                 'scan.startup.mode' = 'earliest-offset'{end})""",
             f"CREATE TABLE out_t (v BIGINT) WITH ('connector' = 'filesystem', "
             f"'path' = '{out}', 'format' = 'parquet')"]
+
+
+def _group_offsets(broker: DevBroker) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "restart-job"})
+    try:
+        found = consumer.committed([TopicPartition("restart", p) for p in (0, 1)], timeout=5)
+        return [tp.offset for tp in found]
+    finally:
+        consumer.close()
 
 
 def _latest_checkpoint(checkpoints: Path) -> Path:
@@ -43,6 +55,10 @@ def test_restart_from_the_retained_checkpoint(kafka_broker: DevBroker, tmp_path:
         deadline = time.monotonic() + 60
         while sum(committed_rows(out).values()) < 100:
             assert time.monotonic() < deadline, "the first job committed too little"
+            time.sleep(0.1)
+        # completed checkpoints commit their offsets to the group (for monitoring)
+        while _group_offsets(kafka_broker) != [50, 50]:
+            assert time.monotonic() < deadline, "the group's offsets never reached the end"
             time.sleep(0.1)
         job.cancel()
         job.wait(30)
