@@ -288,3 +288,29 @@ def test_key_fields(kafka_broker: DevBroker) -> None:
     assert rows == [{"k_region": "eu", "k_shop": 7, "amount": 10},
                     {"k_region": "us", "k_shop": 8, "amount": 20},
                     {"k_region": None, "k_shop": None, "amount": 30}]
+
+
+def test_an_idle_partition_does_not_hold_back_windows(kafka_broker: DevBroker) -> None:
+    """Only partition 0 gets records; partition 1 stays empty. With an idle timeout the
+    empty partition is left out of the watermark, so windows fire while the (unbounded)
+    job runs."""
+    name = f"idle{next(_names)}"
+    kafka_broker.create_topic(name, 2)
+    kafka_broker.produce(name, [{"value": {"id": i, "ts": f"2024-01-01 00:00:{i:02d}"},
+                                 "partition": 0} for i in range(25)])
+    session = _session(**{"table.exec.source.idle-timeout": "300 ms"})
+    _table(session, kafka_broker, name, ", 'scan.startup.mode' = 'earliest-offset'",
+           columns="id BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts")
+    stream = session.sql("SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE src, "
+                         "DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+                         "GROUP BY window_start, window_end").stream()
+    fired: list[tuple[str, int]] = []
+    try:
+        for batch in stream:
+            fired += zip(map(str, batch.column(1).to_pylist()), batch.column(2).to_pylist())
+            if len(fired) >= 2:
+                break
+    finally:
+        stream.close()
+        session.close()
+    assert fired == [("2024-01-01 00:00:00", 10), ("2024-01-01 00:00:10", 10)]
