@@ -74,12 +74,13 @@ class CsvFormat:
         return Rows(batch, np.arange(batch.num_rows), None, all_rows(batch.num_rows))
 
     def _read(self, payloads: list[bytes], schema: pa.Schema) -> pa.RecordBatch:
-        data = b"\n".join(payloads)
+        # every record ends with a line break: an empty last message is still a record
+        data = b"\n".join(payloads) + b"\n"
         parse = self._parse
-        if data.count(b"\n") != len(payloads) - 1 or b"\r" in data:
+        if data.count(b"\n") != len(payloads) or b"\r" in data:
             payloads = [p.rstrip(b"\r\n") for p in payloads]
-            data = b"\n".join(payloads)
-            if data.count(b"\n") != len(payloads) - 1 or b"\r" in data:
+            data = b"\n".join(payloads) + b"\n"
+            if data.count(b"\n") != len(payloads) or b"\r" in data:
                 parse = self._multiline
         null_values = [self.null_literal] if self.null_literal is not None else [""]
         table = pcsv.read_csv(

@@ -114,6 +114,8 @@ class DebeziumJsonFormat:
         if not isinstance(document, dict):
             return "the message is not a JSON object"
         op = document.get("op")
+        if op is None:
+            return "the event has no 'op'"
         if not isinstance(op, str) or op not in _OPS:
             return f"unknown op {json.dumps(op)} (expected c, r, u or d)"
         before_kind, after_kind = _OPS[op]

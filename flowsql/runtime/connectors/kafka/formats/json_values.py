@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pjson
@@ -78,14 +79,19 @@ def convert_column(column: pa.Array, target: pa.DataType) -> pa.Array:
 
 def read_ndjson(payloads: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     """One row per payload, read at once against ``schema``; BadBlock when a payload holds
-    no JSON value or several."""
+    no JSON value or several, or is ``null``."""
     data = b"\n".join(payloads)
-    if data.count(b"\n") != len(payloads) - 1:
+    chars = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(chars == _NEWLINE)
+    if len(breaks) != len(payloads) - 1:
         # a raw newline inside a JSON document can only be whitespace
         data = b"\n".join(p.replace(b"\n", b" ") for p in payloads)
-    if _has_root_null(data):
+        chars = np.frombuffer(data, dtype=np.uint8)
+        breaks = np.flatnonzero(chars == _NEWLINE)
+    if _may_start_a_line_with_null(data, chars, breaks) and _starts_a_line_with_null(data):
         raise BadBlock("a message is JSON null, not an object")
-    block = max(_MIN_BLOCK, 2 * max(map(len, payloads)) + 2)
+    longest = int(np.diff(breaks, prepend=-1, append=len(data)).max())
+    block = max(_MIN_BLOCK, 2 * longest + 2)
     table = pjson.read_json(io.BytesIO(data), read_options=pjson.ReadOptions(block_size=block),
                             parse_options=pjson.ParseOptions(
                                 explicit_schema=schema, unexpected_field_behavior="ignore"))
@@ -94,21 +100,27 @@ def read_ndjson(payloads: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     return table
 
 
-_LINE_STARTING_WITH_NULL = re.compile(rb"[\n\r][ \t]*null")
+# A message that is the JSON value ``null`` is no object, and Arrow must not see it:
+# pyarrow's read_json crashes the process when one of its blocks starts with ``null``.
+# Blocks start at line breaks, so lines starting with 'n' or white space are suspects
+# (one vectorized look at each line's first byte); only then does a regex decide.
+_NEWLINE = ord("\n")
+_SUSPECT_FIRST = np.zeros(256, dtype=bool)
+_SUSPECT_FIRST[[ord(c) for c in "n \t\r"]] = True
+_NULL_AT_START = re.compile(rb"[ \t\r]*null")
+_NULL_AFTER_BREAK = re.compile(rb"[\n\r][ \t\r]*null")
 
 
-def _has_root_null(data: bytes) -> bool:
-    """Whether a line starts with the JSON value ``null``: a message that is no object,
-    and one Arrow must not see (pyarrow 26's read_json crashes the process when a block
-    starts with ``null``). Cheap substring scans first; the regex only runs when some
-    line starts with white space."""
-    if data[:64].lstrip(b" \t\r").startswith(b"null"):
-        return True
-    if b"\nnull" in data or b"\rnull" in data:
-        return True
-    if b"\n " in data or b"\n\t" in data or b"\r" in data:
-        return _LINE_STARTING_WITH_NULL.search(data) is not None
-    return False
+def _may_start_a_line_with_null(data: bytes, chars: np.ndarray, breaks: np.ndarray) -> bool:
+    if not len(chars):
+        return False
+    firsts = chars[breaks[breaks + 1 < len(chars)] + 1]
+    return bool(_SUSPECT_FIRST[chars[0]] or _SUSPECT_FIRST[firsts].any() or b"\r" in data)
+
+
+def _starts_a_line_with_null(data: bytes) -> bool:
+    return _NULL_AT_START.match(data) is not None or \
+        _NULL_AFTER_BREAK.search(data) is not None
 
 
 def value_problem(name: str, value: object, target: pa.DataType) -> str | None:
