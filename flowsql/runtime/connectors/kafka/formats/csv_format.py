@@ -82,6 +82,8 @@ class CsvFormat:
             data = b"\n".join(payloads) + b"\n"
             if data.count(b"\n") != len(payloads) or b"\r" in data:
                 parse = self._multiline
+                if len(payloads) > 1 and not self._quotes_balanced(payloads):
+                    raise BadBlock("a message may hold part of a quoted value")
         null_values = [self.null_literal] if self.null_literal is not None else [""]
         table = pcsv.read_csv(
             io.BytesIO(data),
@@ -104,6 +106,19 @@ class CsvFormat:
         batch = _convert_late(pa.RecordBatch.from_arrays(columns, names=schema.names),
                               schema, "")
         return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+    def _quotes_balanced(self, payloads: list[bytes]) -> bool:
+        """Whether no quoted value can run from one message into the next, when values
+        may hold line breaks. Every line is a row (empty lines included), so then each
+        message gives at least one row, and as many rows as messages means one each.
+        With an escape character quotes cannot be counted: such blocks are parsed one
+        message at a time."""
+        if self.quote is None:
+            return True
+        if self.escape is not None:
+            return False
+        quote = self.quote.encode()
+        return not any(p.count(quote) % 2 for p in payloads)
 
     def problem(self, payload: bytes) -> str | None:
         try:

@@ -8,7 +8,9 @@ against an explicit schema, row by row. So the fast path is one parse of everyth
 only when it fails is the poll split into blocks that are parsed on their own, a failing
 block bisected until its bad payloads stand alone. "Bad" thereby means exactly what the
 fast path rejects, and every good payload decodes to the rows the fast path would have
-given it (the filesystem connector's tolerant reading works the same way).
+given it (the filesystem connector's tolerant reading works the same way). A parser may
+also refuse a block it cannot vouch for although each payload is good (CSV values with
+line breaks and an escape character): that costs time, never rows.
 
 A payload can also parse and still be unusable (JSON ``null`` where an object is due, a
 Debezium event with an unknown ``op``): the parser reports those as *rejected*, without

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,48 +78,47 @@ def convert_column(column: pa.Array, target: pa.DataType) -> pa.Array:
 
 def read_ndjson(payloads: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     """One row per payload, read at once against ``schema``; BadBlock when a payload holds
-    no JSON value or several, or is ``null``."""
+    no JSON value or several, or is ``null``.
+
+    The payloads become the lines of one text. Raw CR and LF inside a JSON document can
+    only be whitespace, so they are made spaces (Arrow would break lines at them). A line
+    that is empty, blank or starts with ``null`` is refused before Arrow sees it: blank
+    lines give no row (and would let a message holding two documents go unnoticed, the
+    row count still matching) and pyarrow's read_json crashes the process when one of its
+    blocks starts with ``null``. Every other line gives at least one row or an error, so
+    as many rows as payloads means one row each.
+    """
     data = b"\n".join(payloads)
+    if b"\r" in data:
+        data = data.replace(b"\r", b" ")
     chars = np.frombuffer(data, dtype=np.uint8)
     breaks = np.flatnonzero(chars == _NEWLINE)
     if len(breaks) != len(payloads) - 1:
-        # a raw newline inside a JSON document can only be whitespace
-        data = b"\n".join(p.replace(b"\n", b" ") for p in payloads)
+        data = b"\n".join(p.replace(b"\n", b" ").replace(b"\r", b" ") for p in payloads)
         chars = np.frombuffer(data, dtype=np.uint8)
         breaks = np.flatnonzero(chars == _NEWLINE)
-    if _may_start_a_line_with_null(data, chars, breaks) and _starts_a_line_with_null(data):
-        raise BadBlock("a message is JSON null, not an object")
-    longest = int(np.diff(breaks, prepend=-1, append=len(data)).max())
-    block = max(_MIN_BLOCK, 2 * longest + 2)
+    starts = np.concatenate([[0], breaks + 1])
+    ends = np.append(breaks, len(data))
+    if (ends == starts).any():
+        raise BadBlock("a message is empty")
+    # only lines starting with white space or 'n' can be blank or null: looked at one by one
+    for line in np.flatnonzero(_SUSPECT_FIRST[chars[starts]]):
+        text = data[starts[line]:ends[line]].lstrip(b" \t")
+        if not text or text.startswith(b"null"):
+            raise BadBlock("a message is blank or JSON null")
+    block = max(_MIN_BLOCK, 2 * int((ends - starts).max()) + 2)
     table = pjson.read_json(io.BytesIO(data), read_options=pjson.ReadOptions(block_size=block),
                             parse_options=pjson.ParseOptions(
                                 explicit_schema=schema, unexpected_field_behavior="ignore"))
     if table.num_rows != len(payloads):
-        raise BadBlock("a message holds no JSON value or several")
+        raise BadBlock("a message holds several JSON documents")
     return table
 
 
-# A message that is the JSON value ``null`` is no object, and Arrow must not see it:
-# pyarrow's read_json crashes the process when one of its blocks starts with ``null``.
-# Blocks start at line breaks, so lines starting with 'n' or white space are suspects
-# (one vectorized look at each line's first byte); only then does a regex decide.
 _NEWLINE = ord("\n")
 _SUSPECT_FIRST = np.zeros(256, dtype=bool)
-_SUSPECT_FIRST[[ord(c) for c in "n \t\r"]] = True
-_NULL_AT_START = re.compile(rb"[ \t\r]*null")
-_NULL_AFTER_BREAK = re.compile(rb"[\n\r][ \t\r]*null")
+_SUSPECT_FIRST[[ord(c) for c in "n \t"]] = True
 
-
-def _may_start_a_line_with_null(data: bytes, chars: np.ndarray, breaks: np.ndarray) -> bool:
-    if not len(chars):
-        return False
-    firsts = chars[breaks[breaks + 1 < len(chars)] + 1]
-    return bool(_SUSPECT_FIRST[chars[0]] or _SUSPECT_FIRST[firsts].any() or b"\r" in data)
-
-
-def _starts_a_line_with_null(data: bytes) -> bool:
-    return _NULL_AT_START.match(data) is not None or \
-        _NULL_AFTER_BREAK.search(data) is not None
 
 
 def value_problem(name: str, value: object, target: pa.DataType) -> str | None:
