@@ -40,6 +40,7 @@ from flowsql.runtime.connectors.kafka.formats.json_values import check_json_type
 from flowsql.runtime.connectors.kafka.formats.options import FormatOptions
 
 _MIN_BLOCK = 1 << 20
+_NEWLINE = ord("\n")
 
 
 class CsvFormat:
@@ -74,29 +75,20 @@ class CsvFormat:
         return Rows(batch, np.arange(batch.num_rows), None, all_rows(batch.num_rows))
 
     def _read(self, payloads: list[bytes], schema: pa.Schema) -> pa.RecordBatch:
-        # every record ends with a line break: an empty last message is still a record
-        data = b"\n".join(payloads) + b"\n"
-        parse = self._parse
-        if data.count(b"\n") != len(payloads) or b"\r" in data:
-            payloads = [p.rstrip(b"\r\n") for p in payloads]
-            data = b"\n".join(payloads) + b"\n"
-            if data.count(b"\n") != len(payloads) or b"\r" in data:
-                parse = self._multiline
-                if len(payloads) > 1 and not self._quotes_balanced(payloads):
-                    raise BadBlock("a message may hold part of a quoted value")
+        data, multiline = self._text(payloads, schema)
         null_values = [self.null_literal] if self.null_literal is not None else [""]
         table = pcsv.read_csv(
             io.BytesIO(data),
             read_options=pcsv.ReadOptions(
                 column_names=schema.names,
                 block_size=max(_MIN_BLOCK, 2 * max(map(len, payloads)) + 2)),
-            parse_options=parse,
+            parse_options=self._multiline if multiline else self._parse,
             convert_options=pcsv.ConvertOptions(
                 column_types={f.name: _read_type(f.type) for f in schema},
                 null_values=null_values, strings_can_be_null=self.null_literal is not None,
                 quoted_strings_can_be_null=False))
         if table.num_rows != len(payloads):
-            raise BadBlock("a message holds no CSV record or several")
+            raise BadBlock("a message holds several CSV records")
         batch = table.combine_chunks().to_batches()[0] if table.num_rows else \
             pa.RecordBatch.from_pylist([], table.schema)
         if self.null_literal is None:
@@ -107,24 +99,56 @@ class CsvFormat:
                               schema, "")
         return pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
-    def _quotes_balanced(self, payloads: list[bytes]) -> bool:
-        """Whether no quoted value can run from one message into the next, when values
-        may hold line breaks. Every line is a row (empty lines included), so then each
-        message gives at least one row, and as many rows as messages means one each.
-        With an escape character quotes cannot be counted: such blocks are parsed one
-        message at a time."""
-        if self.quote is None:
-            return True
-        if self.escape is not None:
-            return False
-        quote = self.quote.encode()
-        return not any(p.count(quote) % 2 for p in payloads)
+    def _text(self, payloads: list[bytes], schema: pa.Schema) -> tuple[bytes, bool]:
+        """The messages as lines of one CSV text, and whether values hold line breaks.
+
+        Arrow turns every line into a row, an empty one too, and parses lines on their
+        own, tolerating a quote left open at a line's end. So a message is refused here
+        when its quotes do not pair up (Flink's reader fails on it; across messages it
+        would also let one quoted value run into the next message) and, for tables of
+        several columns, when it is empty. Then each message gives at least one row, and
+        as many rows as messages means one each. With an escape character quotes cannot
+        be counted: blocks whose values hold line breaks are then read message by message.
+        """
+        # every record ends with a line break: an empty last message is still a record
+        data = b"\n".join(payloads) + b"\n"
+        chars = np.frombuffer(data, dtype=np.uint8)
+        breaks = np.flatnonzero(chars == _NEWLINE)
+        multiline = len(breaks) != len(payloads) or b"\r" in data
+        if multiline:
+            payloads = [p.rstrip(b"\r\n") for p in payloads]
+            data = b"\n".join(payloads) + b"\n"
+            chars = np.frombuffer(data, dtype=np.uint8)
+            breaks = np.flatnonzero(chars == _NEWLINE)
+            multiline = len(breaks) != len(payloads) or b"\r" in data
+        if multiline and self.escape is not None and len(payloads) > 1:
+            raise BadBlock("values with line breaks and an escape character")
+        if len(schema) > 1:
+            lengths = [len(p) for p in payloads] if multiline else \
+                np.diff(breaks, prepend=-1) - 1
+            if not np.all(lengths):
+                raise BadBlock("a message is empty")
+        if self.quote is not None and self.escape is None and self.quote.encode() in data:
+            quote = self.quote.encode()
+            if multiline:
+                odd = any(p.count(quote) % 2 for p in payloads)
+            else:
+                quotes = (chars == ord(quote)).astype(np.int64)
+                per_line = np.add.reduceat(quotes, np.concatenate([[0], breaks[:-1] + 1]))
+                odd = bool((per_line % 2).any())
+            if odd:
+                raise BadBlock("a message's quotes do not pair up")
+        return data, multiline
 
     def problem(self, payload: bytes) -> str | None:
         try:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
             return "the message is not UTF-8"
+        if not text.rstrip("\r\n"):
+            return "the message is empty"
+        if self.quote is not None and self.escape is None and text.count(self.quote) % 2:
+            return f"its quote characters ({self.quote}) do not pair up"
         try:
             records = list(csv.reader(
                 io.StringIO(text.rstrip("\r\n"), newline=""), delimiter=self.delimiter,
