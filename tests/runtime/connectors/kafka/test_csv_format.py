@@ -40,11 +40,11 @@ def test_every_type() -> None:
          "name": "Ann", "data": b"hi", "day": dt.date(2024, 1, 31),
          "ts": dt.datetime(2024, 1, 31, 12, 0, 0, 500000),
          "ltz": dt.datetime(2024, 1, 31, 12, tzinfo=dt.UTC)},
-        # no null literal: an empty field is NULL, except for strings ('')
+        # no null literal: an empty field is NULL, except for strings and bytes (empty)
         {"id": 2, "big": None, "ratio": None, "amount": None, "ok": None, "name": "",
-         "data": None, "day": None, "ts": None, "ltz": None},
+         "data": b"", "day": None, "ts": None, "ltz": None},
         {"id": 3, "big": 7, "ratio": 1000.0, "amount": Decimal("-1.00"), "ok": False,
-         "name": 'a, "quoted" name', "data": None, "day": dt.date(2024, 2, 29),
+         "name": 'a, "quoted" name', "data": b"", "day": dt.date(2024, 2, 29),
          "ts": dt.datetime(2024, 2, 29), "ltz": dt.datetime(2024, 2, 29, 1, 0, 0, 1,
                                                              tzinfo=dt.UTC)},
     ]

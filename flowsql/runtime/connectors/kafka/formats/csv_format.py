@@ -4,7 +4,7 @@ Options: ``csv.field-delimiter`` (default ','), ``csv.quote-character`` (default
 ``csv.disable-quote-character``, ``csv.escape-character`` (none by default),
 ``csv.null-literal`` and ``csv.ignore-parse-errors``. Values read as the filesystem
 connector reads CSV files: without a null literal an empty field of a non-string column
-is NULL and an empty string field is ''; with one, that literal is NULL in every column
+is NULL and an empty STRING or BYTES field is empty; with one, that literal is NULL in every column
 (a quoted field never is). BYTES travel as base64, as Flink writes them. A message that is
 not exactly one record of as many fields as the table has columns, or a field that does
 not fit its column, is bad. A trailing line break ends a record and is no part of it.
@@ -91,8 +91,10 @@ class CsvFormat:
             raise BadBlock("a message holds several CSV records")
         batch = table.combine_chunks().to_batches()[0] if table.num_rows else \
             pa.RecordBatch.from_pylist([], table.schema)
-        if self.null_literal is None:
-            batch = _empty_as_null(batch, schema)
+        if self.null_literal is None:  # BYTES are text here: empty is b'', as for strings
+            batch = _empty_as_null(batch, pa.schema(
+                [pa.field(f.name, T.STRING if pa.types.is_binary(f.type) else f.type)
+                 for f in schema]))
         columns = [base64_decode(c) if pa.types.is_binary(f.type) else c
                    for c, f in zip(batch.columns, schema)]
         batch = _convert_late(pa.RecordBatch.from_arrays(columns, names=schema.names),
