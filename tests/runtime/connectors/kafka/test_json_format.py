@@ -109,6 +109,7 @@ BAD_MESSAGES = [
     (b'', "json: the message is empty"),
     (b'{"id": 1} {"id": 2}', "json: invalid JSON (Extra data"),
     (b'{"name": "\xff"}', "json: the message is not UTF-8"),
+    (b'{"id": 1, "id": 2}', "json: field 'id' appears twice"),
 ]
 
 

@@ -80,11 +80,9 @@ class JsonFormat:
             [pc.is_null(c).to_numpy(zero_copy_only=False) for c in batch.columns])
         names = self.schema.names
         for row in np.flatnonzero(nulls):
-            try:
-                document = json.loads(payloads[row])
-            except ValueError:  # Arrow is laxer (raw control characters in strings)
-                document = json.loads(payloads[row], strict=False)
-            rejected[row] = any(name not in document for name in names)
+            document, _ = load_as_read(payloads[row])
+            rejected[row] = not isinstance(document, dict) or \
+                any(name not in document for name in names)
         return rejected
 
     def problem(self, payload: bytes) -> str | None:
@@ -97,12 +95,30 @@ def object_problem(payload: bytes, schema: pa.Schema, fail_on_missing: bool) -> 
     if not payload.strip():
         return "the message is empty"
     try:
-        document = json.loads(payload)
+        document, repeated = load_as_read(payload)
     except UnicodeDecodeError:
         return "the message is not UTF-8"
     except json.JSONDecodeError as e:
         return f"invalid JSON ({e.msg} at character {e.pos})"
+    if repeated is not None:
+        return f"field '{repeated}' appears twice"
     return fields_problem(document, schema, fail_on_missing)
+
+
+def load_as_read(payload: bytes) -> tuple[object, str | None]:
+    """``payload`` parsed as ``read_ndjson`` sees it (raw line breaks are spaces), and a
+    key its top-level object holds twice, if any (Arrow refuses those)."""
+    repeated: list[str | None] = []  # one per object, the outermost last
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [key for key, _ in items]
+        twice = len(set(keys)) != len(keys)
+        repeated.append(next(k for k in keys if keys.count(k) > 1) if twice else None)
+        return dict(items)
+
+    document = json.loads(payload.replace(b"\n", b" ").replace(b"\r", b" "),
+                          object_pairs_hook=pairs)
+    return document, repeated[-1] if isinstance(document, dict) else None
 
 
 def fields_problem(document: object, schema: pa.Schema, fail_on_missing: bool,
