@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +38,7 @@ from flowsql.runtime.connectors.kafka.formats.decoding import (
     all_rows,
     decode_payloads,
 )
-from flowsql.runtime.connectors.kafka.formats.json_values import check_json_types
+from flowsql.runtime.connectors.kafka.formats.json_values import check_json_types, wrong_value_guess
 from flowsql.runtime.connectors.kafka.formats.options import FormatOptions
 
 _MIN_BLOCK = 1 << 20
@@ -56,6 +58,7 @@ class CsvFormat:
         self.escape = options.character("escape-character", None)
         self.null_literal = options.text("null-literal")
         self.ignore_errors = options.flag("ignore-parse-errors")
+        self._guesses = [_wrong_text_guess(f.type) for f in schema]
         self._parse = pcsv.ParseOptions(
             delimiter=self.delimiter, quote_char=self.quote or False,
             escape_char=self.escape or False, ignore_empty_lines=False)
@@ -142,6 +145,32 @@ class CsvFormat:
                 raise BadBlock("a message's quotes do not pair up")
         return data, multiline
 
+    def suspects(self, payloads: list[bytes]) -> np.ndarray:
+        return np.array([self._looks_wrong(p) for p in payloads], dtype=bool)
+
+    def _looks_wrong(self, payload: bytes) -> bool:
+        try:
+            text = payload.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            return True
+        if not text:
+            return len(self.schema) > 1
+        if self.quote is not None and self.escape is None and text.count(self.quote) % 2:
+            return True
+        try:
+            records = list(self._records(text))
+        except csv.Error:
+            return True
+        if len(records) != 1 or len(records[0]) != len(self.schema):
+            return True
+        return any(value != "" and value != self.null_literal and wrong(value)
+                   for wrong, value in zip(self._guesses, records[0]))
+
+    def _records(self, text: str) -> Iterator[list[str]]:
+        return csv.reader(io.StringIO(text, newline=""), delimiter=self.delimiter,
+                          quotechar=self.quote, escapechar=self.escape,
+                          quoting=csv.QUOTE_MINIMAL if self.quote else csv.QUOTE_NONE)
+
     def problem(self, payload: bytes) -> str | None:
         try:
             text = payload.decode("utf-8")
@@ -152,10 +181,7 @@ class CsvFormat:
         if self.quote is not None and self.escape is None and text.count(self.quote) % 2:
             return f"its quote characters ({self.quote}) do not pair up"
         try:
-            records = list(csv.reader(
-                io.StringIO(text.rstrip("\r\n"), newline=""), delimiter=self.delimiter,
-                quotechar=self.quote, escapechar=self.escape,
-                quoting=csv.QUOTE_MINIMAL if self.quote else csv.QUOTE_NONE))
+            records = list(self._records(text.rstrip("\r\n")))
         except csv.Error as e:
             return f"invalid CSV ({e})"
         if len(records) != 1:
@@ -197,6 +223,31 @@ class CsvFormat:
             return list(lines)
         # a value holds a line break: the lines do not tell the rows apart
         return [_csv_text(batch.slice(row, 1), options)[:-1] for row in range(batch.num_rows)]
+
+
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
+_BOOLEANS = {"true", "false", "t", "f", "yes", "no", "y", "n", "1", "0"}
+
+
+def _wrong_text_guess(target: pa.DataType) -> Callable[[str], bool]:
+    """A quick guess whether a field's text cannot be ``target``'s (see ``suspects``)."""
+    if T.is_string(target):
+        return lambda text: False
+    if T.is_integer(target):
+        return lambda text: _INTEGER.fullmatch(text) is None
+    if T.is_float(target) or T.is_decimal(target):
+        return _not_a_number
+    if pa.types.is_boolean(target):
+        return lambda text: text.strip().lower() not in _BOOLEANS
+    return wrong_value_guess(target)
+
+
+def _not_a_number(text: str) -> bool:
+    try:
+        Decimal(text.strip())
+    except InvalidOperation:
+        return True
+    return False
 
 
 def _read_type(t: pa.DataType) -> pa.DataType:

@@ -31,7 +31,11 @@ import pyarrow.compute as pc
 
 from flowsql.runtime.changelog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from flowsql.runtime.connectors.kafka.formats.decoding import Decoded, Rows, decode_payloads
-from flowsql.runtime.connectors.kafka.formats.json_format import fields_problem
+from flowsql.runtime.connectors.kafka.formats.json_format import (
+    ObjectGuess,
+    fields_problem,
+    load_as_read,
+)
 from flowsql.runtime.connectors.kafka.formats.json_values import (
     as_payloads,
     check_json_types,
@@ -59,6 +63,7 @@ class DebeziumJsonFormat:
         self.schema = schema
         self.ignore_errors = options.flag("ignore-parse-errors")
         self.schema_include = options.flag("schema-include")
+        self._guess = ObjectGuess(schema, fail_on_missing=False)
         row = pa.struct(list(parse_schema(schema)))
         event = pa.struct([("before", row), ("after", row), ("op", pa.string())])
         self._parse_schema = pa.schema([("payload", event)]) if self.schema_include else \
@@ -100,13 +105,37 @@ class DebeziumJsonFormat:
             schema=self.schema)
         return Rows(batch, event_of, kinds.reshape(-1)[chosen], rejected)
 
+    def suspects(self, payloads: list[bytes]) -> np.ndarray:
+        return np.array([self._looks_wrong(p) for p in payloads], dtype=bool)
+
+    def _looks_wrong(self, payload: bytes) -> bool:
+        try:
+            document = json.loads(payload.replace(b"\n", b" ").replace(b"\r", b" "))
+        except ValueError:
+            return True
+        if self.schema_include:
+            document = document.get("payload") if isinstance(document, dict) else None
+        if not isinstance(document, dict):
+            return True
+        op = document.get("op")
+        if not isinstance(op, str) or op not in _OPS:
+            return True
+        for part, kind in zip(("before", "after"), _OPS[op]):
+            value = document.get(part)
+            if (kind >= 0 and value is None) or (value is not None
+                                                 and self._guess.document(value)):
+                return True
+        return False
+
     def problem(self, payload: bytes) -> str | None:
         try:
-            document = json.loads(payload)
+            document, repeated = load_as_read(payload)
         except UnicodeDecodeError:
             return "the message is not UTF-8"
         except json.JSONDecodeError as e:
             return f"invalid JSON ({e.msg} at character {e.pos})"
+        if repeated is not None:
+            return f"field '{repeated}' appears twice"
         if self.schema_include:
             if not isinstance(document, dict) or not isinstance(document.get("payload"), dict):
                 return "the message has no 'payload' object (is 'schema-include' right?)"

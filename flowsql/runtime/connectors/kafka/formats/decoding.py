@@ -92,6 +92,12 @@ class BlockParser(Protocol):
         """The rows of ``payloads``; raises one of ``PARSE_FAILURES`` if any is bad."""
         ...
 
+    def suspects(self, payloads: list[bytes]) -> np.ndarray:
+        """A cheap guess (bool per payload) of which payloads ``parse`` would refuse,
+        made only when a block failed: it decides how the block is split, never whether
+        a payload is bad."""
+        ...
+
     def problem(self, payload: bytes) -> str | None:
         """What is wrong with one bad payload, in a user's words (the error path only);
         None when it cannot say more than the parser's own error."""
@@ -103,35 +109,78 @@ class BlockParser(Protocol):
 BLOCK_PAYLOADS = 1024
 
 
+@dataclass(frozen=True)
+class _Block:
+    """Payloads to parse together: positions into the present payloads, ascending."""
+
+    positions: np.ndarray
+    #: the parser's guess has already split this block
+    screened: bool = False
+
+
 def decode_payloads(payloads: Sequence[bytes | None], where: Callable[[int], str],
                     parser: BlockParser, ignore_errors: bool, skip_empty: bool = False,
                     changelog: bool = False) -> Decoded:
     """Decode ``payloads`` with ``parser`` (see the module docstring). ``None`` payloads,
-    and with ``skip_empty`` also empty ones, yield no rows and are not bad."""
+    and with ``skip_empty`` also empty ones, yield no rows and are not bad.
+
+    Failing blocks are split and parsed again, leftmost first, so without
+    ``ignore_errors`` the first bad payload found is the first bad payload. With it, a
+    failing block of at most ``BLOCK_PAYLOADS`` is first split by the parser's cheap
+    guess (``suspects``) into the unsuspected payloads, parsed together, and each suspect
+    alone: a payload costs one parse, not a bisection, when bad ones are many. A wrong
+    guess costs only time: every payload still stands or falls by the parser's verdict.
+    """
     present, index = _present(payloads, skip_empty)
-    pieces: list[tuple[int, Rows]] = []
+    pieces: list[tuple[np.ndarray, Rows]] = []
     skipped = 0
-    pending = [(0, len(present))] if present else []
+    pending = [_Block(np.arange(len(present)))] if present else []
     while pending:
-        low, high = pending.pop()
+        block = pending.pop()
+        positions = block.positions
+        chosen = _take(present, positions)
         try:
-            rows = parser.parse(present[low:high])
+            rows = parser.parse(chosen)
         except PARSE_FAILURES as error:
-            if high - low == 1:
+            if len(positions) == 1:
                 if not ignore_errors:
-                    raise _bad(payloads, index, low, where, parser, error) from None
+                    raise _bad(payloads, index, int(positions[0]), where, parser,
+                               error) from None
                 skipped += 1
             else:
-                pending.extend(reversed(_split(low, high)))  # popped from the left
+                parts = _split(block, chosen, parser if ignore_errors else None)
+                pending.extend(reversed(parts))  # popped from the left
             continue
         rejected = np.flatnonzero(rows.rejected)
         if rejected.size:
             if not ignore_errors:
-                raise _bad(payloads, index, low + int(rejected[0]), where, parser,
+                raise _bad(payloads, index, int(positions[rejected[0]]), where, parser,
                            None) from None
             skipped += int(rejected.size)
-        pieces.append((low, rows))
+        pieces.append((positions, rows))
     return _assemble(pieces, index, parser.schema, changelog, skipped)
+
+
+def _take(present: list[bytes], positions: np.ndarray) -> list[bytes]:
+    first, last = int(positions[0]), int(positions[-1])
+    if last - first + 1 == len(positions):
+        return present[first:last + 1]
+    return [present[i] for i in positions.tolist()]
+
+
+def _split(block: _Block, chosen: list[bytes], guesser: BlockParser | None) -> list[_Block]:
+    positions = block.positions
+    if len(positions) > BLOCK_PAYLOADS:
+        return [_Block(positions[start:start + BLOCK_PAYLOADS])
+                for start in range(0, len(positions), BLOCK_PAYLOADS)]
+    if guesser is not None and not block.screened:
+        suspected = guesser.suspects(chosen)
+        if 0 < int(suspected.sum()) < len(positions):
+            return [_Block(positions[~suspected], screened=True),
+                    *(_Block(positions[i:i + 1]) for i in np.flatnonzero(suspected))]
+    middle = len(positions) // 2
+    return [_Block(positions[:middle], block.screened),
+            _Block(positions[middle:], block.screened)]
 
 
 def _present(payloads: Sequence[bytes | None], skip_empty: bool
@@ -147,14 +196,6 @@ def _present(payloads: Sequence[bytes | None], skip_empty: bool
     return present, index
 
 
-def _split(low: int, high: int) -> list[tuple[int, int]]:
-    if high - low > BLOCK_PAYLOADS:
-        return [(start, min(start + BLOCK_PAYLOADS, high))
-                for start in range(low, high, BLOCK_PAYLOADS)]
-    middle = (low + high) // 2
-    return [(low, middle), (middle, high)]
-
-
 def _bad(payloads: Sequence[bytes | None], index: np.ndarray | None, position: int,
          where: Callable[[int], str], parser: BlockParser,
          error: BaseException | None) -> DataError:
@@ -168,20 +209,28 @@ def _bad(payloads: Sequence[bytes | None], index: np.ndarray | None, position: i
     return DataError(f"{where(message)}: {parser.label}: {problem}")
 
 
-def _assemble(pieces: list[tuple[int, Rows]], index: np.ndarray | None, schema: pa.Schema,
-              changelog: bool, skipped: int) -> Decoded:
+def _assemble(pieces: list[tuple[np.ndarray, Rows]], index: np.ndarray | None,
+              schema: pa.Schema, changelog: bool, skipped: int) -> Decoded:
     if not pieces:
         return Decoded(empty_batch(schema), np.zeros(0, np.int64),
                        np.zeros(0, np.int8) if changelog else None, skipped)
     batches = [rows.batch for _, rows in pieces]
     batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
-    messages = np.concatenate([low + rows.messages.astype(np.int64) for low, rows in pieces])
-    if index is not None:
-        messages = index[messages]
+    messages = np.concatenate([positions[rows.messages] for positions, rows in pieces]
+                              ).astype(np.int64)
     kinds = None
     if changelog:
         kinds = np.concatenate([rows.kinds for _, rows in pieces if rows.kinds is not None]
                                ).astype(np.int8)
+    if len(pieces) > 1 and bool((np.diff(messages) < 0).any()):
+        # screened blocks come back out of order; a payload's rows stay together and in
+        # order (a stable sort), as an update's -U and +U must
+        order = np.argsort(messages, kind="stable")
+        batch = batch.take(pa.array(order))
+        messages = messages[order]
+        kinds = kinds[order] if kinds is not None else None
+    if index is not None:
+        messages = index[messages]
     return Decoded(batch, messages, kinds, skipped)
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -136,6 +137,37 @@ def value_problem(name: str, value: object, target: pa.DataType) -> str | None:
             shown = shown[:77] + "..."
         return f"field '{name}' expects {T.sql_name(target)}, got {shown}"
     return None
+
+
+_DATE = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+                        r"(Z|[+-]\d{2}(:?\d{2})?)?")
+
+
+def wrong_value_guess(target: pa.DataType) -> Callable[[object], bool]:
+    """A quick guess whether a value (from ``json.loads``) cannot be ``target``'s: it only
+    steers the search for bad messages (see ``decoding``), so it may err either way."""
+    if pa.types.is_boolean(target):
+        return lambda v: v is not None and not isinstance(v, bool)
+    if T.is_integer(target):
+        half = 1 << (target.bit_width - 1)
+        return lambda v: v is not None and (isinstance(v, bool) or not isinstance(v, int)
+                                            or not -half <= v < half)
+    if T.is_float(target):
+        return lambda v: v is not None and (isinstance(v, bool)
+                                            or not isinstance(v, int | float))
+    if T.is_decimal(target):
+        return lambda v: v is not None and (isinstance(v, bool)
+                                            or not isinstance(v, int | float | str))
+    if pa.types.is_binary(target):
+        return lambda v: v is not None and (not isinstance(v, str) or len(v) % 4 != 0)
+    if pa.types.is_date(target):
+        return lambda v: v is not None and (not isinstance(v, str)
+                                            or _DATE.fullmatch(v) is None)
+    if pa.types.is_timestamp(target):
+        return lambda v: v is not None and (not isinstance(v, str)
+                                            or _TIMESTAMP.fullmatch(v) is None)
+    return lambda v: v is not None and not isinstance(v, str)
 
 
 # -- writing --------------------------------------------------------------------------------
