@@ -4,10 +4,11 @@ Options: ``csv.field-delimiter`` (default ','), ``csv.quote-character`` (default
 ``csv.disable-quote-character``, ``csv.escape-character`` (none by default),
 ``csv.null-literal`` and ``csv.ignore-parse-errors``. Values read as the filesystem
 connector reads CSV files: without a null literal an empty field of a non-string column
-is NULL and an empty STRING or BYTES field is empty; with one, that literal is NULL in every column
-(a quoted field never is). BYTES travel as base64, as Flink writes them. A message that is
-not exactly one record of as many fields as the table has columns, or a field that does
-not fit its column, is bad. A trailing line break ends a record and is no part of it.
+is NULL and an empty STRING or BYTES field is empty; with one, that literal is NULL in
+every column (a quoted field never is). BYTES travel as base64, as Flink writes them. A
+message that is not exactly one record of as many fields as the table has columns, whose
+quote characters do not pair up, or with a field that does not fit its column, is bad. A
+trailing line break ends a record and is no part of it.
 
 Messages are joined into one text and parsed by one ``pyarrow.csv.read_csv``; only when
 some message holds a line break inside a (quoted) value is Arrow told to expect them.

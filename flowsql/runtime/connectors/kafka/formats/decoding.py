@@ -1,20 +1,21 @@
 """The decoding contract of a payload format, and the search for the bad payloads.
 
 Text formats parse a whole poll's payloads at once (one Arrow read over all of them). A
-format's block parser takes a block of consecutive payloads and returns their rows, or
-raises when any one of them is bad. Badness must belong to a single payload -- a block
-parses exactly when each of its payloads does -- which holds because every read is done
-against an explicit schema, row by row. So the fast path is one parse of everything, and
-only when it fails is the poll split into blocks that are parsed on their own, a failing
-block bisected until its bad payloads stand alone. "Bad" thereby means exactly what the
+format's block parser takes a block of payloads and returns their rows, or raises when
+any one of them is bad. Badness must belong to a single payload -- a block parses exactly
+when each of its payloads does -- which holds because every read is done against an
+explicit schema, row by row. So the fast path is one parse of everything, and only when
+it fails is the poll split into blocks that are parsed on their own, a failing block
+split further until its bad payloads stand alone. "Bad" thereby means exactly what the
 fast path rejects, and every good payload decodes to the rows the fast path would have
 given it (the filesystem connector's tolerant reading works the same way). A parser may
 also refuse a block it cannot vouch for although each payload is good (CSV values with
 line breaks and an escape character): that costs time, never rows.
 
-A payload can also parse and still be unusable (JSON ``null`` where an object is due, a
-Debezium event with an unknown ``op``): the parser reports those as *rejected*, without
-rows, and the driver treats them like payloads that did not parse.
+A payload can also parse and still be unusable (a JSON object missing a key under
+``fail-on-missing-field``, a Debezium event with an unknown ``op``): the parser reports
+those as *rejected*, without rows, and the driver treats them like payloads that did not
+parse.
 """
 
 from __future__ import annotations
