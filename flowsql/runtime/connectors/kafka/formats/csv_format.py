@@ -139,9 +139,9 @@ class CsvFormat:
             if multiline:
                 odd = any(p.count(quote) % 2 for p in payloads)
             else:
-                quotes = (chars == ord(quote)).astype(np.int64)
-                per_line = np.add.reduceat(quotes, np.concatenate([[0], breaks[:-1] + 1]))
-                odd = bool((per_line % 2).any())
+                # quotes before each line's end, from the quotes' positions
+                before_end = np.searchsorted(np.flatnonzero(chars == ord(quote)), breaks)
+                odd = bool((np.diff(before_end, prepend=0) % 2).any())
             if odd:
                 raise BadBlock("a message's quotes do not pair up")
         return data, multiline
