@@ -235,3 +235,14 @@ def test_many_small_messages_are_read_at_once(monkeypatch: pytest.MonkeyPatch) -
     assert decoded.batch.num_rows == 100_000
     assert decoded.batch.column("id").to_pylist()[-3:] == [99_997, 99_998, 99_999]
     assert decoded.messages.tolist() == list(range(100_000))
+
+
+def test_byte_order_mark_is_skipped_wherever_the_message_is() -> None:
+    bom = "\ufeff".encode()
+    payloads = [bom + b'{"id": 1}', b'{"id": 2}', bom + b'{"id": 3}', bom + b"null"]
+    fmt = payload_format("json", ORDERS, {"json.ignore-parse-errors": "true"})
+    decoded = fmt.decode(payloads, where)
+    assert decoded.batch.column("id").to_pylist() == [1, 2, 3]
+    assert decoded.skipped == 1
+    with pytest.raises(DataError, match="offset 40: json: the message is not a JSON object"):
+        payload_format("json", ORDERS, {}).decode([bom + b"null"], where)

@@ -102,6 +102,10 @@ def read_ndjson(payloads: Sequence[bytes], schema: pa.Schema) -> pa.Table:
     ends = np.append(breaks, len(data))
     if (ends == starts).any():
         raise BadBlock("a message is empty")
+    if (chars[starts] == _BOM[0]).any():
+        # Flink's reader skips a message's UTF-8 byte order mark, Arrow only the text's
+        data = (b"\n" + data).replace(b"\n" + _BOM, b"\n   ")[1:]
+        chars = np.frombuffer(data, dtype=np.uint8)
     # only lines starting with white space or 'n' can be blank or null: looked at one by one
     for line in np.flatnonzero(_SUSPECT_FIRST[chars[starts]]):
         text = data[starts[line]:ends[line]].lstrip(b" \t")
@@ -117,6 +121,7 @@ def read_ndjson(payloads: Sequence[bytes], schema: pa.Schema) -> pa.Table:
 
 
 _NEWLINE = ord("\n")
+_BOM = "\ufeff".encode()
 _SUSPECT_FIRST = np.zeros(256, dtype=bool)
 _SUSPECT_FIRST[[ord(c) for c in "n \t"]] = True
 
