@@ -1,0 +1,1 @@
+"""Flink SQL's ``kafka`` and ``upsert-kafka`` connectors: payload formats, source, sinks."""
