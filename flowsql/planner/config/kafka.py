@@ -26,6 +26,10 @@ _JSON = Format("json", "One JSON object per message, one key per column.", (
 _CSV = Format("csv", "One CSV record per message.", (
     Option("csv.field-delimiter", CHARACTER, ",", "The field separator."),
     Option("csv.null-literal", STRING, None, "The text of NULL in every column."),
+    Option("csv.quote-character", CHARACTER, '"', "The character quoting fields."),
+    Option("csv.disable-quote-character", BOOLEAN, "false", "Fields are never quoted."),
+    Option("csv.escape-character", CHARACTER, None,
+           "The character escaping the next one (unset: none)."),
     Option("csv.ignore-parse-errors", BOOLEAN, "false",
            "Skip (and count) a message that does not parse instead of failing."),
 ))
