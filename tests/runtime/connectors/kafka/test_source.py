@@ -314,3 +314,38 @@ def test_an_idle_partition_does_not_hold_back_windows(kafka_broker: DevBroker) -
         stream.close()
         session.close()
     assert fired == [("2024-01-01 00:00:00", 10), ("2024-01-01 00:00:10", 10)]
+
+
+def _avro(record: dict[str, Any]) -> bytes:
+    """``record`` in Flink's schemaless avro: a record of nullable long and string fields."""
+    import io
+
+    import fastavro
+
+    schema = fastavro.parse_schema({"type": "record", "name": "record", "fields": [
+        {"name": "id", "type": ["null", "long"]}, {"name": "name", "type": ["null", "string"]}]})
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, record)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("fmt", "payloads", "columns", "expected"), [
+    ("csv", [b"1,ann", b"2,", b"3,\"c, d\""], "id BIGINT, name STRING",
+     [(1, "ann"), (2, ""), (3, "c, d")]),
+    ("raw", [b"hello", "h\u00e9".encode(), None], "line STRING",
+     [("hello",), ("h\u00e9",), (None,)]),
+    ("avro", [_avro({"id": 1, "name": "ann"}), _avro({"id": 2, "name": None})],
+     "id BIGINT, name STRING", [(1, "ann"), (2, None)]),
+])
+def test_formats_through_sql(kafka_broker: DevBroker, fmt: str, payloads: list[Any],
+                             columns: str, expected: list[tuple[Any, ...]]) -> None:
+    name = f"fmt{next(_names)}"
+    kafka_broker.create_topic(name, 1)
+    kafka_broker.produce(name, [{"value": p} for p in payloads])
+    session = _session()
+    session.sql(f"""CREATE TABLE src ({columns}) WITH (
+        'connector' = 'kafka', 'topic' = '{name}', 'format' = '{fmt}',
+        'properties.bootstrap.servers' = '{kafka_broker.bootstrap}',
+        'scan.startup.mode' = 'earliest-offset'{BOUNDED})""")
+    table = session.sql("SELECT * FROM src").to_arrow()
+    assert list(zip(*(c.to_pylist() for c in table.columns))) == expected
