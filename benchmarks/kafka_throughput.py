@@ -255,6 +255,7 @@ def latency_child(bootstrap: str, expected: int) -> dict[str, float]:
     per row, arrival minus record timestamp in ms. Prints "ready" when the producer may
     start."""
     session = flowsql.connect(**{"execution.runtime-mode": "streaming",
+                                 "parallelism.default": "1",
                                  "execution.buffer-timeout": "10"})
     session.sql(source_ddl("warm", bootstrap, WARM_TOPIC))
     session.sql(QUERIES["filter"][1].format(table="warm")).to_arrow()

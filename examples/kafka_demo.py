@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -129,7 +129,7 @@ def json_line(view: dict[str, Any]) -> str:
             f'"page": "{view["page"]}", "ts": "{view["ts"]}"}}')
 
 
-def print_to(out: TextIO) -> Any:
+def print_to(out: TextIO) -> Callable[[str], None]:
     def say(text: str) -> None:
         print(text, file=out, flush=True)
 
