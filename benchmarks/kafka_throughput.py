@@ -23,7 +23,8 @@ Steps (each printed as it starts):
    filter's rate of step 3, each record stamped with its send time; a row's latency is its
    arrival minus its record timestamp (the ``timestamp`` metadata column), so it includes
    the producer's linger (1 ms) and the broker. The first tenth of the rows is left out
-   (warm-up).
+   (warm-up). The client alone is measured the same way at the same rate (a bare Consumer
+   in a child process): what the broker and the client cost without flowsql.
 
 Client and tables use the same client properties (``CLIENT``): a deep prefetch queue and a
 short fetch wait, without which this broker answers the client's fetches too slowly for
@@ -250,8 +251,8 @@ def run_one(bootstrap: str, workload: str, parallelism: int, checkpoints: bool,
 
 
 # -- latency ---------------------------------------------------------------------------------
-def latency_child(bootstrap: str, expected: int) -> dict[str, float]:
-    """Stream the filter over the latency topic (unbounded) until ``expected`` rows came;
+def latency_child(bootstrap: str, topic: str, expected: int) -> dict[str, float]:
+    """Stream the filter over ``topic`` (unbounded) until ``expected`` rows came;
     per row, arrival minus record timestamp in ms. Prints "ready" when the producer may
     start."""
     session = flowsql.connect(**{"execution.runtime-mode": "streaming",
@@ -261,7 +262,7 @@ def latency_child(bootstrap: str, expected: int) -> dict[str, float]:
     session.sql(QUERIES["filter"][1].format(table="warm")).to_arrow()
     session.sql(f"""CREATE TABLE lat ({EVENT_COLUMNS},
                       kts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL)
-                    WITH ({kafka_options(bootstrap, LATENCY_TOPIC)},
+                    WITH ({kafka_options(bootstrap, topic)},
                           'scan.startup.mode' = 'earliest-offset')""")
     stream = session.sql(f"SELECT id, kts FROM lat WHERE {FILTER}").stream()
     print("ready", flush=True)
@@ -276,25 +277,57 @@ def latency_child(bootstrap: str, expected: int) -> dict[str, float]:
             break
     stream.close()  # type: ignore[attr-defined]
     session.close()
+    return _percentiles(lags, rows)
+
+
+def client_latency_child(bootstrap: str, topic: str, expected: int) -> dict[str, float]:
+    """The same measure for the client alone: a Consumer polling ``topic`` until
+    ``expected`` records came; per record, arrival minus record timestamp in ms."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency",
+                         "enable.auto.commit": False, **CLIENT})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    consumer.consume(1, 1.0)  # connected and fetching before the producer starts
+    print("ready", flush=True)
+    lags: list[np.ndarray] = []
+    rows = 0
+    while rows < expected:
+        messages = consumer.consume(10_000, 0.01)
+        arrived_ms = time.time() * 1000.0
+        stamps = np.fromiter((m.timestamp()[1] for m in messages), dtype=np.int64,
+                             count=len(messages))
+        lags.append(arrived_ms - stamps)
+        rows += len(messages)
+    consumer.close()
+    return _percentiles(lags, rows)
+
+
+def _percentiles(lags: list[np.ndarray], rows: int) -> dict[str, float]:
+    """p50, p99 and max of the latencies after the first tenth (the warm-up)."""
     everything = np.concatenate(lags)
     warm = everything[everything.size // 10:]
     return {"rows": rows, "p50_ms": float(np.percentile(warm, 50)),
             "p99_ms": float(np.percentile(warm, 99)), "max_ms": float(warm.max())}
 
 
-def latency(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
-    """Produce ``rate`` events/s for ``seconds`` from a thread of this process while a child
-    process streams the filter; the child's latency figures."""
-    create_topic(bootstrap, LATENCY_TOPIC)
+def latency(bootstrap: str, rate: int, seconds: float, topic: str,
+            reader: str = "flowsql") -> dict[str, float]:
+    """Produce ``rate`` events/s for ``seconds`` into a new ``topic`` from a thread of this
+    process while a child process reads them (``reader``: ``flowsql``, the filter streamed
+    to its process, or ``client``, a bare Consumer); the child's latency figures."""
+    create_topic(bootstrap, topic)
     events = int(rate * seconds)
+    expected = passing_filter(events) if reader == "flowsql" else events
     child = subprocess.Popen(
-        [sys.executable, __file__, "--latency-child", bootstrap, str(passing_filter(events))],
-        stdout=subprocess.PIPE, text=True)
+        [sys.executable, __file__, "--latency-child", bootstrap, topic, str(expected),
+         reader], stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     if child.stdout.readline().strip() != "ready":
         child.kill()
         raise SystemExit("the latency child did not start")
-    thread = threading.Thread(target=_produce_at, args=(bootstrap, rate, events), daemon=True)
+    thread = threading.Thread(target=_produce_at, args=(bootstrap, topic, rate, events),
+                              daemon=True)
     thread.start()
     try:
         out, _ = child.communicate(timeout=seconds + 120)
@@ -307,7 +340,7 @@ def latency(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
     return {"rate": rate, **json.loads(out.strip().splitlines()[-1])}
 
 
-def _produce_at(bootstrap: str, rate: int, events: int) -> None:
+def _produce_at(bootstrap: str, topic: str, rate: int, events: int) -> None:
     """Produce ``events`` events at ``rate`` per second, every record stamped with the
     wall-clock millisecond it is handed to the client."""
     client = producer(bootstrap, **{"linger.ms": 1})
@@ -317,7 +350,7 @@ def _produce_at(bootstrap: str, rate: int, events: int) -> None:
     while sent < events:
         due = min(events, int((time.perf_counter() - started) * rate))
         if due > sent:
-            send(client, LATENCY_TOPIC, values[sent:due], sent, int(time.time() * 1000))
+            send(client, topic, values[sent:due], sent, int(time.time() * 1000))
             sent = due
         client.poll(0)
         time.sleep(0.001)
@@ -339,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--client-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
-    parser.add_argument("--latency-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--latency-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client_child:
         print(json.dumps(client_read(args.client_child[0], int(args.client_child[1]))))
@@ -350,7 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                                  int(events))))
         return 0
     if args.latency_child:
-        print(json.dumps(latency_child(args.latency_child[0], int(args.latency_child[1]))))
+        bootstrap, topic, expected, reader = args.latency_child
+        measure = latency_child if reader == "flowsql" else client_latency_child
+        print(json.dumps(measure(bootstrap, topic, int(expected))))
         return 0
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -392,20 +427,23 @@ def main(argv: list[str] | None = None) -> int:
                         f"{figures['peak_rss_mib']:.0f} MiB)")
                     rows.append((label, figures))
         figures_by_label = dict(rows)
-        lat = None
+        latencies: dict[str, dict[str, float]] = {}
         base = figures_by_label.get("filter p1 checkpoints off")
         if args.latency_seconds > 0 and base is not None:
             rate = int(base["events_per_s"] / 2)
-            say(f"latency: producing {rate:,d} events/s for {args.latency_seconds:.0f} s, "
-                "the filter streamed to its process")
-            lat = latency(bootstrap, rate, args.latency_seconds)
-    report(events, producing, client, rows, lat, args.markdown)
+            for reader, what in (("flowsql", "the filter streamed to its process"),
+                                 ("client", "the client alone reading them")):
+                say(f"latency: producing {rate:,d} events/s for {args.latency_seconds:.0f} "
+                    f"s, {what}")
+                latencies[reader] = latency(bootstrap, rate, args.latency_seconds,
+                                            f"{LATENCY_TOPIC}_{reader}", reader)
+    report(events, producing, client, rows, latencies, args.markdown)
     return 0
 
 
 def report(events: int, producing: float, client: dict[str, float],
-           rows: list[tuple[str, dict[str, float] | None]], lat: dict[str, float] | None,
-           markdown: bool) -> None:
+           rows: list[tuple[str, dict[str, float] | None]],
+           latencies: dict[str, dict[str, float]], markdown: bool) -> None:
     rate = client["events_per_s"]
     print(f"\n{events:,d} events; produced at {events / producing / 1e6:.2f} M events/s; "
           f"the client alone reads {rate / 1e6:.2f} M events/s "
@@ -429,10 +467,13 @@ def report(events: int, producing: float, client: dict[str, float],
         ratio = base["events_per_s"] / rate
         print(f"\ntarget: filter >= 0.5 x client; measured {ratio:.2f} x client "
               f"({'met' if ratio >= 0.5 else 'NOT met'})")
-    if lat is not None:
-        print(f"latency of the filter at p1, {lat['rate'] / 1e6:.2f} M events/s (half its "
-              f"rate), produce to sink: p50 {lat['p50_ms']:.1f} ms, p99 {lat['p99_ms']:.1f} "
-              f"ms, max {lat['max_ms']:.1f} ms ({int(lat['rows']):,d} rows)")
+    for reader, what in (("flowsql", "the filter at p1, produce to sink"),
+                         ("client", "the client alone, produce to consume")):
+        lat = latencies.get(reader)
+        if lat is not None:
+            print(f"latency of {what}, at {lat['rate'] / 1e6:.2f} M events/s (half the "
+                  f"filter's rate): p50 {lat['p50_ms']:.1f} ms, p99 {lat['p99_ms']:.1f} ms, "
+                  f"max {lat['max_ms']:.1f} ms ({int(lat['rows']):,d} rows)")
 
 
 def say(text: str) -> None:
