@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SF ?= 0.1
 
-.PHONY: install demo test test-all lint golden bench bench-flink flink-diff clean
+.PHONY: install demo kafka-demo test test-all lint golden bench bench-flink flink-diff clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 demo: install
 	@test -f data/sf$(SF)/lineitem.parquet || $(BIN)/flowsql tpch gen --sf $(SF) --out data/sf$(SF)
 	$(BIN)/flowsql tpch run --sf $(SF) --data data/sf$(SF) --engine local --verify
+
+kafka-demo: install
+	$(BIN)/python examples/kafka_demo.py
 
 test: install
 	$(BIN)/pytest -n 2 -m "not slow"
