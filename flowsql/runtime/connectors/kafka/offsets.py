@@ -183,7 +183,8 @@ def end_offsets(config: dict[str, Any], partitions: Iterable[tuple[str, int]]
             if time.monotonic() > deadline:
                 raise ExecutionError("kafka: could not find the end of topic "
                                      f"'{partitions[0][0]}' (no answer from the broker)")
-            messages: list[Any] = probe.consume(10_000, 0.2)
+            # a short timeout: a batch consume waits it out unless the batch fills
+            messages: list[Any] = probe.consume(10_000, 0.01)
             for message in messages:
                 error = message.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
