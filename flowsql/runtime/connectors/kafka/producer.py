@@ -140,21 +140,18 @@ class RecordProducer:
             self._failures.append((error, None))
 
 
-def _lengths(column: pa.ChunkedArray) -> np.ndarray:
+def _lengths(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.fill_null(pc.binary_length(column), 0).to_numpy().astype(np.int64)
 
 
 def _header_lengths(column: pa.ChunkedArray) -> np.ndarray:
-    """Bytes of every row's header names and values."""
-    total = np.zeros(len(column), dtype=np.int64)
-    offset = 0
+    """Bytes of every row's header names and values: entry sizes summed between each
+    row's offsets into the map's entries (offsets are absolute, also in a slice)."""
+    parts = [np.zeros(0, dtype=np.int64)]
     for chunk in column.chunks:
-        if len(chunk):
-            parents = pc.list_parent_indices(chunk).to_numpy()
-            entries = pc.list_flatten(chunk)
-            sizes = (pc.fill_null(pc.binary_length(entries.field("key")), 0).to_numpy()
-                     + pc.fill_null(pc.binary_length(entries.field("value")), 0).to_numpy())
-            total[offset:offset + len(chunk)] += np.bincount(
-                parents, weights=sizes, minlength=len(chunk)).astype(np.int64)
-        offset += len(chunk)
-    return total
+        entries = chunk.values
+        sizes = (_lengths(entries.field("key")) + _lengths(entries.field("value")))
+        running = np.concatenate([[0], np.cumsum(sizes)])
+        offsets = chunk.offsets.to_numpy()
+        parts.append(running[offsets[1:]] - running[offsets[:-1]])
+    return np.concatenate(parts)
