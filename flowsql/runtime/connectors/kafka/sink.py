@@ -3,8 +3,9 @@ Flink SQL's Kafka connectors write them.
 
 What a record holds (key, value, timestamp, headers) and which row kinds a table accepts is
 ``records``; which partition it goes to is ``partitioners`` (``sink.partitioner``, kafka
-only; upsert-kafka always hashes the key). The sink writes the one topic the table's
-``topic`` option names (a table with only ``topic-pattern`` cannot be written).
+only; upsert-kafka always hashes the key); upsert-kafka's ``sink.buffer-flush.*`` keep the
+last change per key for a while first (``upsert_buffer``). The sink writes the one topic
+the table's ``topic`` option names (a table with only ``topic-pattern`` cannot be written).
 
 ``sink.delivery-guarantee`` decides when records are sent and what a checkpoint means:
 
@@ -37,6 +38,12 @@ from flowsql.runtime.connectors.kafka.partitioners import CLIENT_DEFAULT, partit
 from flowsql.runtime.connectors.kafka.producer import RecordProducer
 from flowsql.runtime.connectors.kafka.records import RECORDS, RecordEncoder
 from flowsql.runtime.connectors.kafka.transactions import STATE, TransactionalWriter
+from flowsql.runtime.connectors.kafka.upsert_buffer import (
+    INTERVAL,
+    MAX_ROWS,
+    UpsertBuffer,
+    check_buffer_options,
+)
 from flowsql.runtime.connectors.sinks import TableSink
 from flowsql.runtime.operator import OperatorContext
 
@@ -64,6 +71,13 @@ class KafkaSink(TableSink):
                     f"kafka table '{table.name}': 'sink.delivery-guarantee' = 'exactly-once' "
                     "commits on checkpoints, and checkpointing is off: set "
                     "'execution.checkpointing.interval'")
+        #: upsert-kafka with sink.buffer-flush.*: the last change per key waits here
+        self.upsert_buffer: UpsertBuffer | None = None
+        if table.connector.lower() == "upsert-kafka":
+            max_rows = int(connector.value(options, MAX_ROWS))
+            interval_ms = int(connector.value(options, INTERVAL))
+            if check_buffer_options(table.name, max_rows, interval_ms):
+                self.upsert_buffer = UpsertBuffer(max_rows, interval_ms, self._send)
         config = client_config(options, partitioner=CLIENT_DEFAULT)
         self._closed = False
         #: exactly-once only: the write-ahead transactions, which own the producer
@@ -89,12 +103,21 @@ class KafkaSink(TableSink):
 
     def write(self, batch: pa.RecordBatch, kinds: np.ndarray | None) -> None:
         records = self.encoder.encode(batch, kinds)
+        if self.upsert_buffer is not None:
+            self.upsert_buffer.add(records)
+        else:
+            self._send(records)
+
+    def _send(self, records: pa.Table) -> None:
+        """Records leave the sink: kept for the next transaction, or produced now."""
         if self.transactions is not None:
             self.transactions.buffer(records)
         elif records.num_rows:
             self.producer.produce(records)
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
+        if self.upsert_buffer is not None:
+            self.upsert_buffer.flush()
         if self.transactions is not None:
             return {STATE: self.transactions.snapshot(checkpoint_id)}
         if self.guarantee == "at-least-once":
@@ -120,6 +143,8 @@ class KafkaSink(TableSink):
             self.producer.flush()
 
     def finish(self) -> None:
+        if self.upsert_buffer is not None:
+            self.upsert_buffer.flush()
         if self.transactions is not None:
             if not self.final_checkpoint:
                 self.transactions.commit_everything()
