@@ -49,15 +49,19 @@ class RecordProducer:
     """One client producer writing ``topic`` for table ``table``."""
 
     def __init__(self, table: str, topic: str, config: dict[str, Any]) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
         self.table = table
         self.topic = topic
         self.max_message_bytes = int(config.get("message.max.bytes",
                                                 DEFAULT_MAX_MESSAGE_BYTES))
         self._failures: list[tuple[Any, int | None]] = []
-        self.client = Producer({**config, "delivery.report.only.error": True,
-                                "on_delivery": self._delivered, "error_cb": self._error})
+        try:
+            # an invalid properties.* setting fails here
+            self.client = Producer({**config, "delivery.report.only.error": True,
+                                    "on_delivery": self._delivered, "error_cb": self._error})
+        except KafkaException as failure:
+            raise client_failure(table, topic, kafka_error(failure)) from None
 
     def partition_count(self, timeout_s: float = 30.0) -> int:
         """The topic's number of partitions; an error when it does not exist (or the
@@ -109,7 +113,6 @@ class RecordProducer:
                 except KafkaException as failure:
                     raise client_failure(self.table, topic, kafka_error(failure),
                                          partition) from None
-        self.client.poll(0)
         self.check()
 
     def flush(self) -> None:
@@ -120,6 +123,7 @@ class RecordProducer:
 
     def check(self) -> None:
         """Raise the first delivery failure reported so far."""
+        self.client.poll(0)
         if self._failures:
             error, partition = self._failures[0]
             raise client_failure(self.table, self.topic, error, partition)

@@ -210,8 +210,8 @@ class TransactionalWriter:
         transactional id is no longer used by any subtask)."""
         from confluent_kafka import Producer
 
-        other = Producer({**self._config,
-                          "transactional.id": transactional_id(self.prefix, writer)})
+        other = self._call(Producer, {**self._config,
+                                      "transactional.id": transactional_id(self.prefix, writer)})
         try:
             self._call(other.init_transactions, _TXN_TIMEOUT_S)
         finally:
@@ -231,7 +231,7 @@ class TransactionalWriter:
 
         consumer = self._markers.get(writer)
         if consumer is None:
-            consumer = self._markers[writer] = Consumer({
+            consumer = self._markers[writer] = self._call(Consumer, {
                 **self._config, "group.id": marker_group(self.prefix, writer),
                 "enable.auto.commit": False, "isolation.level": "read_committed"})
         return consumer

@@ -240,9 +240,31 @@ def test_a_record_over_the_size_limit_names_the_topic(kafka_broker: Any) -> None
     sink.close()
 
 
+def test_an_invalid_client_setting_names_the_table(kafka_broker: Any) -> None:
+    table = kafka_table(kafka_broker, "unused", **{"properties.batch.num.messages": "many"})
+    with pytest.raises(ExecutionError, match="kafka table 'k': writing topic 'unused' "
+                                             "failed: .*batch.num.messages"):
+        open_sink(table)
+
+
 def test_a_sink_needs_one_topic(kafka_broker: Any) -> None:
     table = kafka_table(kafka_broker, "unused")
     options = {k: v for k, v in table.options.items() if k != "topic"}
     with pytest.raises(CatalogError, match="kafka table 'k' has no 'topic'"):
         open_sink(TableEntry("k", IDS, {**options, "topic-pattern": "a.*"}))
 
+
+
+def test_a_delivery_failure_fails_the_snapshot_naming_topic_and_error() -> None:
+    from tests.harness.kafka_broker import DevBroker
+
+    with DevBroker() as broker:
+        topic = new_topic(broker)
+        table = kafka_table(broker, topic, **{"properties.message.timeout.ms": "1500"})
+        sink = open_sink(table)
+        broker.stop()
+        sink.write(ids_batch([1]), None)
+        with pytest.raises(ExecutionError, match=f"kafka table 'k': writing topic '{topic}' "
+                                                 "partition 0 failed: .*timed out"):
+            sink.snapshot_state(1)
+        sink.close()
