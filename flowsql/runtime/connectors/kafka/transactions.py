@@ -44,12 +44,14 @@ such window. Checkpoint state grows with the records between two checkpoints.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flowsql.errors import ExecutionError
 from flowsql.runtime.connectors.kafka.producer import RecordProducer, client_failure, kafka_error
 from flowsql.runtime.connectors.kafka.records import RECORDS
 
@@ -59,8 +61,26 @@ PENDING = pa.schema([("writer", pa.int32()), ("checkpoint", pa.int64()),
 STATE = "pending-records"
 #: seconds a transactional call may take before the commit fails
 _TXN_TIMEOUT_S = 60.0
+#: the checkpoint label of records committed at the end of the input without a checkpoint
+_AFTER_EVERY_CHECKPOINT = (1 << 63) - 1
 #: the client's committed offset when a group has committed none
 _NO_OFFSET = -1001
+
+
+def _commits(pending: pa.Table) -> Iterator[tuple[int, int, pa.Table]]:
+    """(writer, sequence, records) of each transaction ``pending`` holds, in sequence
+    order per writer (the sort is stable: records keep their order)."""
+    if not pending.num_rows:
+        return
+    pending = pending.sort_by([("writer", "ascending"), ("sequence", "ascending")])
+    writers = pending.column("writer").to_numpy()
+    sequences = pending.column("sequence").to_numpy()
+    starts = np.flatnonzero(np.r_[True, (writers[1:] != writers[:-1])
+                                  | (sequences[1:] != sequences[:-1])])
+    ends = np.r_[starts[1:], len(writers)]
+    for start, end in zip(starts, ends):
+        yield (int(writers[start]), int(sequences[start]),
+               pending.slice(start, end - start).select(RECORDS.names))
 
 
 def transactional_id(prefix: str, subtask_index: int) -> str:
@@ -105,32 +125,41 @@ class TransactionalWriter:
         return self._pending
 
     def commit_through(self, checkpoint_id: int) -> None:
-        """Commit the pending checkpoints ``<= checkpoint_id``, oldest first."""
-        done = pc.less_equal(self._pending.column("checkpoint"), checkpoint_id)
-        self._commit_pending(self._pending.filter(done))
-        self._pending = self._pending.filter(pc.invert(done))
+        """Commit the pending checkpoints ``<= checkpoint_id``, oldest first; each one
+        leaves the pending records as soon as its transaction is committed."""
+        due = self._pending.filter(pc.less_equal(self._pending.column("checkpoint"),
+                                                 checkpoint_id))
+        for writer, sequence, records in _commits(due):
+            self._transaction(writer, sequence, records)
+            self._pending = self._pending.filter(
+                pc.not_equal(self._pending.column("sequence"), sequence))
 
     def commit_everything(self) -> None:
         """The input ended without a final checkpoint: commit what is pending, then what
         is buffered."""
-        self._commit_pending(self._pending)
-        self._pending = PENDING.empty_table()
-        self._prepare(0)  # the label is never compared: these records commit now
-        self._commit_pending(self._pending)
-        self._pending = PENDING.empty_table()
+        self._prepare(_AFTER_EVERY_CHECKPOINT)
+        self.commit_through(_AFTER_EVERY_CHECKPOINT)
 
     def restore(self, state: pa.Table) -> None:
         """Commit the restored pending records of the writers this subtask takes over
         that their markers do not cover yet."""
+        topics = set(state.column("topic").unique().to_pylist()) - {self.topic}
+        if topics:
+            raise ExecutionError(
+                f"kafka table '{self.table}': the restored checkpoint holds records for "
+                f"topic '{sorted(topics)[0]}' that are not committed yet, and the table now "
+                f"writes topic '{self.topic}'")
         writers = pc.cast(state.column("writer"), pa.int64()).to_numpy()
         mine = writers % self.parallelism == self.index
         for foreign in sorted({int(w) for w in writers[mine]} - {self.index}):
             self._fence(foreign)
-        self._commit_pending(state.filter(pa.array(mine)), above_marker=True)
+        markers: dict[int, int] = {}
+        for writer, sequence, records in _commits(state.filter(pa.array(mine))):
+            if writer not in markers:
+                markers[writer] = self._marker(writer)
+            if sequence > markers[writer]:
+                self._transaction(writer, sequence, records)
         self._next_sequence = None  # read again: the restore may have moved our marker
-
-    def discard_buffer(self) -> None:
-        self._buffer = []
 
     def close(self) -> None:
         for consumer in self._markers.values():
@@ -159,25 +188,6 @@ class TransactionalWriter:
         sequence = self._next_sequence
         self._next_sequence += 1
         return sequence
-
-    def _commit_pending(self, pending: pa.Table, above_marker: bool = False) -> None:
-        """One transaction per (writer, sequence) of ``pending``, in sequence order per
-        writer; with ``above_marker`` only the sequences the writer's marker does not
-        cover."""
-        if not pending.num_rows:
-            return
-        pending = pending.sort_by([("writer", "ascending"), ("sequence", "ascending")])
-        writers = pending.column("writer").to_numpy()
-        sequences = pending.column("sequence").to_numpy()
-        starts = np.flatnonzero(np.r_[True, (writers[1:] != writers[:-1])
-                                      | (sequences[1:] != sequences[:-1])])
-        ends = np.r_[starts[1:], len(writers)]
-        for start, end in zip(starts, ends):
-            writer, sequence = int(writers[start]), int(sequences[start])
-            if above_marker and sequence <= self._marker(writer):
-                continue
-            records = pending.slice(start, end - start).select(RECORDS.names)
-            self._transaction(writer, sequence, records)
 
     def _transaction(self, writer: int, sequence: int, records: pa.Table) -> None:
         """Produce ``records`` and commit ``writer``'s marker ``sequence`` atomically."""

@@ -258,3 +258,18 @@ def test_restored_state_is_immutable_arrow(kafka_broker: Any) -> None:
     sink.snapshot_state(2)
     sink.close()
     assert isinstance(state[STATE], pa.Table) and state[STATE].num_rows == 1
+
+
+def test_restoring_records_of_another_topic_is_an_error(kafka_broker: Any) -> None:
+    topic, other = new_topic(kafka_broker), new_topic(kafka_broker)
+    sink = open_sink(exactly_once_table(kafka_broker, topic, prefix="moved"))
+    sink.write(ids_batch([1]), None)
+    state = sink.snapshot_state(1)
+    sink.close()
+    moved = open_sink(exactly_once_table(kafka_broker, other, prefix="moved"), attempt=1)
+    with pytest.raises(ExecutionError, match=f"holds records for topic '{topic}' that are "
+                                             f"not committed yet, and the table now writes "
+                                             f"topic '{other}'"):
+        moved.restore_state(state)
+    moved.close()
+    assert visible_ids(kafka_broker, other) == []
