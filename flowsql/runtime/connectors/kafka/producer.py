@@ -105,11 +105,15 @@ class RecordProducer:
         for partition, key, value, timestamp, headers in zip(*columns):
             while True:
                 try:
+                    # partition -1 and timestamp 0 are the client's "unset": its
+                    # partitioner chooses, the broker stamps (so does a record at exactly
+                    # epoch 0)
                     produce(topic, value, key, -1 if partition is None else partition,
                             timestamp=timestamp or 0, headers=headers)
                     break
-                except BufferError:
-                    self.client.poll(_POLL_S)  # the local queue is full: let it drain
+                except BufferError:  # the local queue is full: let it drain
+                    self.client.poll(_POLL_S)
+                    self.check()
                 except KafkaException as failure:
                     raise client_failure(self.table, topic, kafka_error(failure),
                                          partition) from None

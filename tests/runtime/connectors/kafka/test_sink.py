@@ -219,6 +219,17 @@ def test_at_least_once_snapshot_waits_until_every_record_is_in_the_topic(
     sink.close()
 
 
+def test_a_full_client_queue_waits_for_room(kafka_broker: Any) -> None:
+    topic = new_topic(kafka_broker)
+    table = kafka_table(kafka_broker, topic,
+                        **{"properties.queue.buffering.max.messages": "10"})
+    sink = open_sink(table)
+    sink.write(ids_batch(list(range(500))), None)
+    sink.snapshot_state(1)
+    sink.close()
+    assert [json.loads(v)["id"] for _, _, v in records(kafka_broker, topic)] == list(range(500))
+
+
 def test_none_guarantee_writes_at_the_end_of_the_input(kafka_broker: Any) -> None:
     topic = new_topic(kafka_broker)
     table = kafka_table(kafka_broker, topic, **{"sink.delivery-guarantee": "none"})
