@@ -56,6 +56,8 @@ class RecordProducer:
         self.max_message_bytes = int(config.get("message.max.bytes",
                                                 DEFAULT_MAX_MESSAGE_BYTES))
         self._failures: list[tuple[Any, int | None]] = []
+        #: the confluent-kafka Producer; None once closed
+        self.client: Any
         try:
             # an invalid properties.* setting fails here
             self.client = Producer({**config, "delivery.report.only.error": True,
@@ -133,11 +135,15 @@ class RecordProducer:
             raise client_failure(self.table, self.topic, error, partition)
 
     def close(self, discard: bool) -> None:
-        """Release the client; ``discard`` drops what is still queued (after a failure:
-        the rows will be written again after a restore)."""
+        """Release the client (its threads and connections end now, not when garbage
+        collection finds the client and its callbacks); ``discard`` drops what is still
+        queued (after a failure: the rows will be written again after a restore)."""
+        if self.client is None:
+            return
         if discard:
             self.client.purge()
         self.client.flush(0 if discard else _CLOSE_FLUSH_S)
+        self.client = None
 
     def _delivered(self, error: Any, message: Any) -> None:
         if error is not None:
