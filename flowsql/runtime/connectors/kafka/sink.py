@@ -37,7 +37,11 @@ from flowsql.runtime.connectors.kafka.client_config import client_config
 from flowsql.runtime.connectors.kafka.partitioners import CLIENT_DEFAULT, partitioner
 from flowsql.runtime.connectors.kafka.producer import RecordProducer
 from flowsql.runtime.connectors.kafka.records import RECORDS, RecordEncoder
-from flowsql.runtime.connectors.kafka.transactions import STATE, TransactionalWriter
+from flowsql.runtime.connectors.kafka.transactions import (
+    STATE,
+    TransactionalWriter,
+    check_restored_topic,
+)
 from flowsql.runtime.connectors.kafka.upsert_buffer import (
     INTERVAL,
     MAX_ROWS,
@@ -139,6 +143,7 @@ class KafkaSink(TableSink):
         else:
             # state of an exactly-once run restored with a weaker guarantee: the records
             # belong to a completed checkpoint, written at least once
+            check_restored_topic(self.table.name, self.topic, pending)
             self.producer.produce(pending.select(RECORDS.names))
             self.producer.flush()
 

@@ -83,6 +83,17 @@ def _commits(pending: pa.Table) -> Iterator[tuple[int, int, pa.Table]]:
                pending.slice(start, end - start).select(RECORDS.names))
 
 
+def check_restored_topic(table: str, topic: str, state: pa.Table) -> None:
+    """Restored pending records go to the topic they were written for, or nowhere: an
+    error when the table now names another topic."""
+    others = set(state.column("topic").unique().to_pylist()) - {topic}
+    if others:
+        raise ExecutionError(
+            f"kafka table '{table}': the restored checkpoint holds records for topic "
+            f"'{sorted(others)[0]}' that are not committed yet, and the table now writes "
+            f"topic '{topic}'")
+
+
 def transactional_id(prefix: str, subtask_index: int) -> str:
     return f"{prefix}-{subtask_index}"
 
@@ -105,7 +116,11 @@ class TransactionalWriter:
         self._config = config
         self.producer = RecordProducer(table, topic, {
             **config, "transactional.id": transactional_id(prefix, subtask_index)})
-        self._call(self.producer.client.init_transactions, _TXN_TIMEOUT_S)
+        try:
+            self._call(self.producer.client.init_transactions, _TXN_TIMEOUT_S)
+        except BaseException:
+            self.producer.close(discard=True)
+            raise
         self._buffer: list[pa.Table] = []
         self._pending = PENDING.empty_table()
         #: this writer's next commit sequence; read from its marker on first use
@@ -143,12 +158,7 @@ class TransactionalWriter:
     def restore(self, state: pa.Table) -> None:
         """Commit the restored pending records of the writers this subtask takes over
         that their markers do not cover yet."""
-        topics = set(state.column("topic").unique().to_pylist()) - {self.topic}
-        if topics:
-            raise ExecutionError(
-                f"kafka table '{self.table}': the restored checkpoint holds records for "
-                f"topic '{sorted(topics)[0]}' that are not committed yet, and the table now "
-                f"writes topic '{self.topic}'")
+        check_restored_topic(self.table, self.topic, state)
         writers = pc.cast(state.column("writer"), pa.int64()).to_numpy()
         mine = writers % self.parallelism == self.index
         for foreign in sorted({int(w) for w in writers[mine]} - {self.index}):

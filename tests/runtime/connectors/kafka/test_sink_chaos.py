@@ -32,10 +32,10 @@ from tests.runtime.connectors.kafka.test_sink import new_topic
 ROWS = 20_000
 
 
-def kafka_ddl(broker: Any, topic: str) -> str:
+def kafka_ddl(broker: Any, topic: str, guarantee: str = "exactly-once") -> str:
     return (f"CREATE TABLE k (v BIGINT) WITH ('connector' = 'kafka', 'topic' = '{topic}', "
             f"'properties.bootstrap.servers' = '{broker.bootstrap}', 'format' = 'json', "
-            "'sink.delivery-guarantee' = 'exactly-once', "
+            f"'sink.delivery-guarantee' = '{guarantee}', "
             f"'sink.transactional-id-prefix' = 'chaos-{uuid.uuid4().hex[:8]}')")
 
 
@@ -71,6 +71,25 @@ def test_killed_workers_leave_every_row_once(kafka_broker: Any, tmp_path: Path,
         session.close()
     assert status == "FINISHED" and killer.killed and restarts >= 1
     assert values_in(kafka_broker, topic) == Counter(range(1, ROWS + 1))
+
+
+def test_at_least_once_loses_no_row_when_workers_are_killed(kafka_broker: Any,
+                                                            tmp_path: Path) -> None:
+    topic = new_topic(kafka_broker, partitions=3)
+    session = chaos_session(tmp_path / "checkpoints")
+    try:
+        create_sources(session, rows=ROWS, rate=5000)
+        session.sql(kafka_ddl(kafka_broker, topic, "at-least-once"))
+        job = session.sql("INSERT INTO k SELECT v FROM src").job
+        killer = Killer(session, [1.0, 2.2], 3).start()
+        try:
+            status = job.wait(120)
+        finally:
+            killer.stop()
+    finally:
+        session.close()
+    assert status == "FINISHED" and killer.killed
+    assert set(values_in(kafka_broker, topic)) == set(range(1, ROWS + 1))
 
 
 def test_a_new_session_continues_from_the_last_checkpoint(kafka_broker: Any,

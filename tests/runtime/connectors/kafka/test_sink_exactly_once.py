@@ -273,3 +273,16 @@ def test_restoring_records_of_another_topic_is_an_error(kafka_broker: Any) -> No
         moved.restore_state(state)
     moved.close()
     assert visible_ids(kafka_broker, other) == []
+
+
+def test_pending_records_restored_without_exactly_once_are_written_at_least_once(
+        kafka_broker: Any) -> None:
+    topic = new_topic(kafka_broker)
+    sink = open_sink(exactly_once_table(kafka_broker, topic))
+    sink.write(ids_batch([1, 2]), None)
+    state = sink.snapshot_state(1)
+    sink.close()
+    weaker = open_sink(kafka_table(kafka_broker, topic), attempt=1)
+    weaker.restore_state(state)
+    weaker.close()
+    assert visible_ids(kafka_broker, topic) == [1, 2]
