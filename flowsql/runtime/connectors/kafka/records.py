@@ -9,6 +9,10 @@ a sink's state.
 * ``headers``: the ``headers`` metadata column (NULL: no headers);
 * ``partition``: chosen by the sink's partitioner (NULL: the client's partitioner).
 
+A writable ``topic`` metadata column is not read: the sink writes the one topic the table
+names (as Flink does when 'topic' names a single topic); the read-only metadata columns
+(partition, offset, ...) are VIRTUAL and never reach a sink.
+
 Row kinds (``flowsql.runtime.changelog``): a ``kafka`` table is append-only, so anything but
 INSERT is an error; an ``upsert-kafka`` table writes +I and +U as key -> value, -D as
 key -> tombstone, and drops -U (the +U that follows replaces the key's value), as Flink's
