@@ -113,8 +113,7 @@ def test_a_new_session_continues_from_the_last_checkpoint(kafka_broker: Any,
               "    session.sql(statement)\n"
               "session.sql('INSERT INTO k SELECT v FROM src').job.wait()\n")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL,
-                               env={**os.environ, "PYTHONPATH": os.getcwd()})
+                               stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while not values_in(kafka_broker, topic) or latest_checkpoint(checkpoints) is None:
