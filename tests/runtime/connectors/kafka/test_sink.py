@@ -105,8 +105,8 @@ def test_records_carry_key_value_timestamp_and_headers(kafka_broker: Any) -> Non
     sink.close()
     read = kafka_broker.read_all(topic)
     assert [(m.key(), json.loads(m.value())) for m in read] == [
-        (b'{"id": 1}', {"id": 1, "name": "a"}), (b'{"id": 2}', {"id": 2, "name": None}),
-        (b'{"id": 3}', {"id": 3, "name": "c"})]
+        (b'{"id":1}', {"id": 1, "name": "a"}), (b'{"id":2}', {"id": 2, "name": None}),
+        (b'{"id":3}', {"id": 3, "name": "c"})]
     assert read[0].timestamp()[1] == 1_700_000_000_123 and read[2].timestamp()[1] == 5
     assert before - 1000 <= read[1].timestamp()[1] <= int(time.time() * 1000) + 1000
     assert [m.headers() for m in read] == [[("trace", b"t1"), ("trace", b"t2")], None,
@@ -122,7 +122,7 @@ def test_value_without_key_columns_and_a_raw_value(kafka_broker: Any) -> None:
     sink.write(ids_batch([7, 8], ["x", "y"]), None)
     sink.finish()
     sink.close()
-    assert records(kafka_broker, topic) == [(0, b"x", b'{"id": 7}'), (0, b"y", b'{"id": 8}')]
+    assert records(kafka_broker, topic) == [(0, b"x", b'{"id":7}'), (0, b"y", b'{"id":8}')]
 
 
 def test_default_partitioner_hashes_keys_as_the_java_client(kafka_broker: Any) -> None:
@@ -177,11 +177,11 @@ def test_upsert_writes_values_and_tombstones_and_drops_update_before(kafka_broke
     sink.write(ids_batch([3]), None)  # an insert-only batch of an upsert table
     sink.snapshot_state(1)
     assert records(kafka_broker, topic) == [
-        (0, b'{"id": 1}', b'{"id": 1, "name": "a"}'),
-        (0, b'{"id": 2}', b'{"id": 2, "name": "b"}'),
-        (0, b'{"id": 1}', b'{"id": 1, "name": "c"}'),
-        (0, b'{"id": 2}', None),
-        (0, b'{"id": 3}', b'{"id": 3, "name": "n3"}')]
+        (0, b'{"id":1}', b'{"id":1,"name":"a"}'),
+        (0, b'{"id":2}', b'{"id":2,"name":"b"}'),
+        (0, b'{"id":1}', b'{"id":1,"name":"c"}'),
+        (0, b'{"id":2}', None),
+        (0, b'{"id":3}', b'{"id":3,"name":"n3"}')]
     sink.close()
 
 

@@ -75,7 +75,7 @@ def test_the_state_holds_the_encoded_records(kafka_broker: Any) -> None:
     assert {k: row[k] for k in ("writer", "checkpoint", "topic", "key", "value",
                                 "timestamp", "headers")} == {
         "writer": 0, "checkpoint": 7, "topic": topic, "key": b"five",
-        "value": b'{"id": 5, "name": "five"}', "timestamp": None, "headers": None}
+        "value": b'{"id":5,"name":"five"}', "timestamp": None, "headers": None}
 
 
 def test_restoring_a_committed_checkpoint_commits_nothing_again(kafka_broker: Any) -> None:

@@ -38,9 +38,9 @@ def test_insert_into_a_kafka_table(kafka_broker: Any, mode: str, guarantee: str)
         session.close()
     read = kafka_broker.read_all(topic, isolation="read_uncommitted")
     assert sorted((m.key(), json.loads(m.value()), m.timestamp()[1]) for m in read) == [
-        (b'{"id": 1}', {"id": 1, "name": "A"}, 1_704_067_200_000),
-        (b'{"id": 2}', {"id": 2, "name": "B"}, 1_704_067_200_000),
-        (b'{"id": 3}', {"id": 3, "name": "C"}, 1_704_067_200_000)]
+        (b'{"id":1}', {"id": 1, "name": "A"}, 1_704_067_200_000),
+        (b'{"id":2}', {"id": 2, "name": "B"}, 1_704_067_200_000),
+        (b'{"id":3}', {"id": 3, "name": "C"}, 1_704_067_200_000)]
     assert sorted(m.partition() for m in read) == [0, 0, 1]
 
 

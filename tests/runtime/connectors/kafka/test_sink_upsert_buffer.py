@@ -84,13 +84,13 @@ def test_buffered_upsert_sink_writes_at_the_snapshot(kafka_broker: Any) -> None:
     assert records(kafka_broker, topic) == []
     sink.snapshot_state(1)
     assert records(kafka_broker, topic) == [
-        (0, b'{"id": 1}', b'{"id": 1, "name": "c"}'),
-        (0, b'{"id": 3}', b'{"id": 3, "name": "x"}'),
-        (0, b'{"id": 2}', None)]
+        (0, b'{"id":1}', b'{"id":1,"name":"c"}'),
+        (0, b'{"id":3}', b'{"id":3,"name":"x"}'),
+        (0, b'{"id":2}', None)]
     sink.write(ids_batch([3]), np.array([DELETE], dtype=np.int8))
     sink.finish()
     sink.close()
-    assert records(kafka_broker, topic)[-1] == (0, b'{"id": 3}', None)
+    assert records(kafka_broker, topic)[-1] == (0, b'{"id":3}', None)
 
 
 def test_buffer_options_are_set_together(kafka_broker: Any) -> None:
