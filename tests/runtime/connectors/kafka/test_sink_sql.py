@@ -77,3 +77,24 @@ def test_a_checkpointed_streaming_insert_commits_every_row_once(kafka_broker: An
     # checkpoints during the run made rows visible before the end
     assert 0 < while_running < 2000
     assert summary is not None and summary["checkpoints_completed"] >= 2
+
+
+def test_virtual_metadata_is_read_not_written(kafka_broker: Any) -> None:
+    """A VIRTUAL metadata column is not a target of INSERT INTO and is filled when reading;
+    a writable one (headers) left out of the INSERT is written as no headers."""
+    topic = new_topic(kafka_broker, partitions=1)
+    session = flowsql.connect(**{"execution.runtime-mode": "streaming"})
+    try:
+        session.sql(f"""
+            CREATE TABLE k (id INT, hs MAP<STRING, BYTES> METADATA FROM 'headers',
+                            `offset` BIGINT METADATA VIRTUAL)
+            WITH ('connector' = 'kafka', 'topic' = '{topic}', 'format' = 'json',
+                  'properties.bootstrap.servers' = '{kafka_broker.bootstrap}',
+                  'scan.startup.mode' = 'earliest-offset',
+                  'scan.bounded.mode' = 'latest-offset')""")
+        written = session.sql("INSERT INTO k (id) SELECT * FROM (VALUES (7), (8)) AS t(id)")
+        assert written.job.wait(60) == "FINISHED"
+        rows = session.sql("SELECT id, hs, `offset` FROM k").to_arrow().to_pylist()
+    finally:
+        session.close()
+    assert rows == [{"id": 7, "hs": [], "offset": 0}, {"id": 8, "hs": [], "offset": 1}]
