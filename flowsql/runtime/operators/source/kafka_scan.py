@@ -163,7 +163,20 @@ class KafkaScanOperator(PolledSource):
         self._started = False
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
+        """Keep this subtask's share of the union of every old subtask's state: the
+        partitions it owns now (a snapshot taken before the first poll then holds just
+        those, never another subtask's partitions a second time)."""
         self._store.restore(state)
+        positions = self._positions.rows
+        mine = [owner(t, p, self.context.parallelism) == self.context.subtask_index
+                for t, p in zip(positions["topic"].to_pylist(),
+                                positions["partition"].to_pylist())]
+        self._positions.update(positions.filter(pa.array(mine, pa.bool_())))
+        if self._upsert_state is not None:
+            rows = self._upsert_state.rows
+            keep = [owner(t, p, self.context.parallelism) == self.context.subtask_index
+                    for t, p in zip(rows["topic"].to_pylist(), rows["partition"].to_pylist())]
+            self._upsert_state.update(rows.filter(pa.array(keep, pa.bool_())))
         self._restored = self._positions.rows
 
     def close(self) -> None:
@@ -178,10 +191,7 @@ class KafkaScanOperator(PolledSource):
         self._started = True
         restored = self._restored
         if restored is not None and restored.num_rows:
-            rows = restored.to_pylist()
-            mine = [r for r in rows if owner(r["topic"], r["partition"],
-                                             self.context.parallelism)
-                    == self.context.subtask_index]
+            mine = restored.to_pylist()  # this subtask's partitions (see restore_state)
             upsert = self._upsert_rows()
             keys = [(r["topic"], r["partition"]) for r in mine]
             self._assign(keys,

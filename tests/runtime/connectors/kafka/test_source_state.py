@@ -231,3 +231,34 @@ def test_a_restored_bounded_read_ends_where_it_would_have(kafka_broker: DevBroke
                  for v in b.column(0).to_pylist()]
     scan.close()
     assert first == [0, 1, 2] and rest == [3, 4, 5]
+
+
+def test_a_snapshot_before_the_first_poll_keeps_only_owned_partitions(
+        kafka_broker: DevBroker) -> None:
+    """Union state gives every subtask every old position; a checkpoint taken right after
+    the restore, before the first poll, must not copy the other subtasks' partitions (a
+    later restore would then see them twice)."""
+    name = f"union{next(_names)}"
+    kafka_broker.create_topic(name, 4)
+    kafka_broker.produce(name, [{"value": {"id": i}, "partition": i % 4} for i in range(8)])
+    session = flowsql.connect()
+    session.sql(f"CREATE TABLE t (id BIGINT) WITH ('connector' = 'kafka', 'topic' = '{name}', "
+                f"'format' = 'json', 'properties.bootstrap.servers' = "
+                f"'{kafka_broker.bootstrap}', 'scan.startup.mode' = 'earliest-offset')")
+    states = []
+    for subtask in (0, 1):
+        scan = _scan(session, "t")
+        scan.open(_context(subtask, 2))
+        _read(scan, 2)
+        states.append(scan.snapshot_state(1))
+        scan.close()
+    union = {key: pa.concat_tables([s[key] for s in states]) for key in states[0]}
+    assert union["list/partitions"].num_rows == 4
+    owned = []
+    for subtask in (0, 1):
+        scan = _scan(session, "t")
+        scan.open(_context(subtask, 2))
+        scan.restore_state(union)
+        owned.append(sorted(scan.snapshot_state(2)["list/partitions"]["partition"].to_pylist()))
+        scan.close()
+    assert sorted(owned[0] + owned[1]) == [0, 1, 2, 3] and all(owned)
