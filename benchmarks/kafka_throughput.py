@@ -31,9 +31,6 @@ Client and tables use the same client properties (``CLIENT``): a deep prefetch q
 short fetch wait, without which this broker answers the client's fetches too slowly for
 either to show its own cost.
 
-Writing into Kafka needs the Kafka sink; without it (``flowsql.runtime.connectors.kafka.sink``
-not installed) the ``tumble-kafka`` runs are skipped with a note.
-
     python benchmarks/kafka_throughput.py [--events 10000000] [--parallelism 1,2]
         [--workloads filter,tumble,tumble-kafka] [--checkpoints off,on]
         [--latency-seconds 10] [--repeat 1] [--markdown]
@@ -42,7 +39,6 @@ not installed) the ``tumble-kafka`` runs are skipped with a note.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import shutil
@@ -69,7 +65,6 @@ CLIENT = {"queued.min.messages": "1000000", "fetch.wait.max.ms": "10"}
 PRODUCER = {"linger.ms": 200, "batch.num.messages": 100_000, "batch.size": 1_000_000,
             "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_097_151,
             "acks": 1, "enable.idempotence": False}
-SINK_MODULE = "flowsql.runtime.connectors.kafka.sink"
 WORKLOADS = ("filter", "tumble", "tumble-kafka")
 FILTER = "amount > 10"
 EVENT_COLUMNS = "id BIGINT, `user` BIGINT, amount DOUBLE, ts TIMESTAMP(3)"
@@ -213,10 +208,6 @@ def sink_ddl(name: str, workload: str, bootstrap: str) -> str:
     return f"""CREATE TABLE {name} ({columns})
                WITH ({kafka_options(bootstrap, name)},
                      'sink.delivery-guarantee' = 'at-least-once')"""
-
-
-def kafka_sink_available() -> bool:
-    return importlib.util.find_spec(SINK_MODULE) is not None
 
 
 def run_one(bootstrap: str, workload: str, parallelism: int, checkpoints: bool,
@@ -411,17 +402,11 @@ def main(argv: list[str] | None = None) -> int:
         say("reading them with the client alone (confluent-kafka Consumer)")
         client = median_run(["--client-child", bootstrap, str(events)], args.repeat)
         say(f"  {client['events_per_s'] / 1e6:.2f} M events/s ({client['seconds']:.1f} s)")
-        rows: list[tuple[str, dict[str, float] | None]] = []
-        sink = kafka_sink_available()
+        rows: list[tuple[str, dict[str, float]]] = []
         for workload in workloads:
             for p in levels:
                 for mode in modes:
                     label = f"{workload} p{p} checkpoints {mode}"
-                    if workload == "tumble-kafka" and not sink:
-                        say(f"{label}: skipped, the Kafka sink ({SINK_MODULE}) is not "
-                            "installed")
-                        rows.append((label, None))
-                        continue
                     say(f"running {label}")
                     figures = median_run(["--child", bootstrap, workload, str(p), mode,
                                           str(events)], args.repeat)
@@ -454,7 +439,7 @@ def median_run(child_args: list[str], repeat: int) -> dict[str, float]:
 
 
 def report(events: int, producing: float, client: dict[str, float],
-           rows: list[tuple[str, dict[str, float] | None]],
+           rows: list[tuple[str, dict[str, float]]],
            latencies: dict[str, dict[str, float]], markdown: bool) -> None:
     rate = client["events_per_s"]
     print(f"\n{events:,d} events; produced at {events / producing / 1e6:.2f} M events/s; "
@@ -464,12 +449,8 @@ def report(events: int, producing: float, client: dict[str, float],
         print("\n| configuration | events/s | ratio to client | peak RSS |")
         print("|---|---:|---:|---:|")
     for label, figures in rows:
-        if figures is None:
-            cells = [label, "skipped (no Kafka sink)", "", ""]
-        else:
-            cells = [label, f"{figures['events_per_s'] / 1e6:.2f} M",
-                     f"{figures['events_per_s'] / rate:.2f}",
-                     f"{figures['peak_rss_mib']:.0f} MiB"]
+        cells = [label, f"{figures['events_per_s'] / 1e6:.2f} M",
+                 f"{figures['events_per_s'] / rate:.2f}", f"{figures['peak_rss_mib']:.0f} MiB"]
         if markdown:
             print("| " + " | ".join(cells) + " |")
         else:
