@@ -11,7 +11,6 @@ Known gaps of this broker (the connectors must not depend on them; tests work ar
 * ListOffsets answers are wrong after multi-record batches (the reported end offset, and the
   offset for a timestamp): ``read_all`` finds the end by consuming to partition EOF;
 * no durable storage (a restart loses every topic);
-* transactional offset commits (``send_offsets_to_transaction``) are not stored;
 * consumer groups need ``session.timeout.ms`` of about 6000.
 """
 

@@ -34,11 +34,12 @@ subtasks committing the same records would duplicate them); writers beyond the n
 parallelism have their transactional ids fenced first, so a transaction they left open
 does not hold back read_committed consumers until it times out.
 
-Limits: a broker that ignores transactional offset commits (the test broker) sees the
-marker only from the plain commit that follows the transaction; a crash between the
-two leaves the marker behind, and the next restore commits that checkpoint's records a
-second time. With Kafka proper the marker is part of the transaction and there is no
-such window. Checkpoint state grows with the records between two checkpoints.
+Limits: a broker that ignores transactional offset commits would see the marker only
+from the plain commit that follows the transaction; a crash between the two would leave
+the marker behind, and the next restore would commit that checkpoint's records a second
+time. Kafka (and the test broker, for an existing topic) stores the transactional commit,
+so the marker is part of the transaction and there is no such window. Checkpoint state
+grows with the records between two checkpoints.
 """
 
 from __future__ import annotations
