@@ -64,6 +64,11 @@ STATE = "pending-records"
 _TXN_TIMEOUT_S = 60.0
 #: the checkpoint label of records committed at the end of the input without a checkpoint
 _AFTER_EVERY_CHECKPOINT = (1 << 63) - 1
+#: producer settings a consumer does not take (librdkafka warns of each)
+_PRODUCER_ONLY = frozenset({"partitioner", "linger.ms", "acks", "enable.idempotence",
+                            "compression.type", "batch.num.messages", "batch.size",
+                            "queue.buffering.max.messages", "queue.buffering.max.ms",
+                            "queue.buffering.max.kbytes", "delivery.timeout.ms"})
 #: the client's committed offset when a group has committed none
 _NO_OFFSET = -1001
 
@@ -252,8 +257,11 @@ class TransactionalWriter:
 
         consumer = self._markers.get(writer)
         if consumer is None:
+            # the producer's settings minus the producer-only ones the consumer would warn of
+            shared = {k: v for k, v in self._config.items()
+                      if k not in _PRODUCER_ONLY and not k.startswith("transaction")}
             consumer = self._markers[writer] = self._call(Consumer, {
-                **self._config, "group.id": marker_group(self.prefix, writer),
+                **shared, "group.id": marker_group(self.prefix, writer),
                 "enable.auto.commit": False, "isolation.level": "read_committed"})
         return consumer
 

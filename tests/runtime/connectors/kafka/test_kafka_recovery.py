@@ -12,6 +12,7 @@ partitions interleave, hence deterministic.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter
@@ -106,17 +107,33 @@ def _normalized(rows: Counter[tuple[Any, ...]]) -> Counter[tuple[Any, ...]]:
     return Counter((str(ws)[:19], str(we)[:19], k, c, s) for (ws, we, k, c, s) in rows.elements())
 
 
+def _kill_times(seed: int) -> list[float]:
+    """Two kills while the producer writes (about 2 s), chosen by the seed."""
+    chooser = random.Random(seed)
+    return sorted(chooser.uniform(0.4, 1.8) for _ in range(2))
+
+
 @pytest.mark.parametrize("seed", [3])
 def test_kafka_job_killed_commits_exactly_the_failure_free_output(
         kafka_broker: DevBroker, tmp_path: Path, seed: int) -> None:
+    _check(kafka_broker, tmp_path, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(100, 120))
+def test_kafka_chaos_soak(kafka_broker: DevBroker, tmp_path: Path, seed: int) -> None:
+    _check(kafka_broker, tmp_path, seed)
+
+
+def _check(kafka_broker: DevBroker, tmp_path: Path, seed: int) -> None:
     session = chaos_session(tmp_path / "checkpoints")
     try:
         base_files, base_kafka, _ = _run(session, kafka_broker, tmp_path, f"base{seed}", [], 0)
         # every 1 s window of the 60 s of event time has all 7 keys
         assert sum(base_files.values()) == 7 * (EVENTS * 5 // 1000)
         assert _normalized(base_files) == _normalized(base_kafka)
-        files, kafka, jobs = _run(session, kafka_broker, tmp_path, f"chaos{seed}", [0.8, 1.6],
-                                  seed)
+        files, kafka, jobs = _run(session, kafka_broker, tmp_path, f"chaos{seed}",
+                                  _kill_times(seed), seed)
         assert sum(job.info().restarts for job in jobs) >= 1
         assert files == base_files
         assert kafka == base_kafka
