@@ -141,3 +141,14 @@ def upserted_rows(session: Any, query: str, key_width: int, kill_at: Sequence[fl
     finally:
         killer.stop()
     return rows
+
+
+def latest_checkpoint(checkpoints: Path) -> Path | None:
+    """The completed checkpoint (``chk-<n>`` with its ``_metadata``) of highest id under a
+    checkpoint directory, or None."""
+    from flowsql.runtime.checkpoint import paths
+
+    completed = [(paths.checkpoint_id_of(c.name), c) for job in checkpoints.glob("*")
+                 for c in job.glob("chk-*") if (c / "_metadata").exists()]
+    numbered = [(n, c) for n, c in completed if n is not None]
+    return max(numbered, key=lambda item: item[0])[1] if numbered else None

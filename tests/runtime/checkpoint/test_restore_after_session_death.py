@@ -15,8 +15,7 @@ import pytest
 
 import flowsql
 from flowsql.errors import ExecutionError
-from flowsql.runtime.checkpoint import paths
-from tests.harness.chaos import committed_rows
+from tests.harness.chaos import committed_rows, latest_checkpoint
 
 ROWS = 40_000
 
@@ -36,13 +35,6 @@ def _statements(out: Path, checkpoints: Path, parallelism: int) -> list[str]:
     ]
 
 
-def _latest_checkpoint(checkpoints: Path) -> Path | None:
-    completed = [(paths.checkpoint_id_of(c.name), c) for job in checkpoints.glob("*")
-                 for c in job.glob("chk-*") if (c / "_metadata").exists()]
-    completed = [(n, c) for n, c in completed if n is not None]
-    return max(completed, key=lambda item: item[0])[1] if completed else None
-
-
 @pytest.mark.parametrize(("parallelism", "checkpoints_after"),
                          [(1, True), (2, True), (1, False)])
 def test_a_new_session_continues_from_the_last_checkpoint(
@@ -58,7 +50,7 @@ def test_a_new_session_continues_from_the_last_checkpoint(
                                stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not committed_rows(out) or _latest_checkpoint(checkpoints) is None:
+        while not committed_rows(out) or latest_checkpoint(checkpoints) is None:
             assert process.poll() is None, "the first session ended before the kill"
             assert time.monotonic() < deadline, "no checkpoint completed"
             time.sleep(0.1)
@@ -68,7 +60,7 @@ def test_a_new_session_continues_from_the_last_checkpoint(
         if process.poll() is None:
             process.kill()
     time.sleep(0.5)  # its workers notice the closed control connection and exit
-    checkpoint = _latest_checkpoint(checkpoints)
+    checkpoint = latest_checkpoint(checkpoints)
     assert checkpoint is not None
     before = committed_rows(out)
     assert 0 < sum(before.values()) < ROWS, "the kill did not land inside the job"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import flowsql
-from tests.harness.chaos import committed_rows
+from tests.harness.chaos import committed_rows, latest_checkpoint
 from tests.harness.kafka_broker import DevBroker
 
 
@@ -32,11 +32,6 @@ def _group_offsets(broker: DevBroker) -> list[int]:
         return [tp.offset for tp in found]
     finally:
         consumer.close()
-
-
-def _latest_checkpoint(checkpoints: Path) -> Path:
-    done = [c for c in checkpoints.glob("*/chk-*") if (c / "_metadata").exists()]
-    return max(done, key=lambda c: int(c.name.split("-")[1]))
 
 
 def test_restart_from_the_retained_checkpoint(kafka_broker: DevBroker, tmp_path: Path) -> None:
@@ -72,7 +67,7 @@ def test_restart_from_the_retained_checkpoint(kafka_broker: DevBroker, tmp_path:
     try:
         for statement in _statements(kafka_broker, out, bounded=True):
             session.sql(statement)
-        session.sql(f"SET 'execution.savepoint.path' = '{_latest_checkpoint(checkpoints)}'")
+        session.sql(f"SET 'execution.savepoint.path' = '{latest_checkpoint(checkpoints)}'")
         job = session.sql("INSERT INTO out_t SELECT v FROM src").job
         assert job.wait(60) == "FINISHED"
     finally:

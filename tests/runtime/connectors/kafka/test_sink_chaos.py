@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 import flowsql
-from flowsql.runtime.checkpoint import paths
-from tests.harness.chaos import Killer, chaos_session, create_sources
+from tests.harness.chaos import Killer, chaos_session, create_sources, latest_checkpoint
 from tests.harness.exactly_once import ATTEMPTS, exactly_once
 from tests.runtime.connectors.kafka.test_sink import new_topic
 
@@ -38,14 +37,6 @@ def kafka_ddl(broker: Any, topic: str, guarantee: str = "exactly-once") -> str:
             f"'properties.bootstrap.servers' = '{broker.bootstrap}', 'format' = 'json', "
             f"'sink.delivery-guarantee' = '{guarantee}', "
             f"'sink.transactional-id-prefix' = 'chaos-{uuid.uuid4().hex[:8]}')")
-
-
-def latest_checkpoint(checkpoints: Path) -> Path | None:
-    """The completed checkpoint (``chk-<n>`` with its ``_metadata``) of highest id."""
-    completed = [(paths.checkpoint_id_of(c.name), c) for job in checkpoints.glob("*")
-                 for c in job.glob("chk-*") if (c / "_metadata").exists()]
-    numbered = [(n, c) for n, c in completed if n is not None]
-    return max(numbered, key=lambda item: item[0])[1] if numbered else None
 
 
 def values_in(broker: Any, topic: str, isolation: str = "read_uncommitted") -> Counter[int]:
