@@ -6,8 +6,10 @@ another does not make the other's records late: a record is late only when it is
 its own partition's watermark *and* every other partition's. A split that has produced no
 record yet holds the watermark back, as in Flink (nothing is known about its times), unless
 it is idle: with ``table.exec.source.idle-timeout`` > 0 a split that produced nothing for
-that long is left out of the minimum until it produces again; when every split is idle the
-watermark does not move (the runner's idleness handling lets downstream operators go on).
+that long is left out of the minimum until it produces again. When every split is idle, the
+minimum is taken over the splits that have produced records (Flink leaves the watermark
+where it was; then a burst into one partition while another stays empty could leave its
+windows unfired, depending on which split's idle timeout expired first).
 
 Emission follows ``pipeline.auto-watermark-interval``: with 0, after every batch that moves
 the combined watermark; otherwise at most once per interval. Watermarks never go back.
@@ -64,12 +66,16 @@ class SplitWatermarks:
             self._last_active[split] = now
 
     def current(self) -> int | None:
-        """The combined watermark now (None: every split is idle)."""
+        """The combined watermark now (None: nothing is known yet)."""
         now = self._clock()
         active = [t for t, last in zip(self.max_time, self._last_active)
                   if self.idle_timeout_ms is None or now - last < self.idle_timeout_ms]
         if not active:
-            return None
+            # every split idle: the splits that produced records decide (a burst into some
+            # partitions while others stay empty must not leave its windows unfired)
+            active = [t for t in self.max_time if t != MIN_WATERMARK]
+            if not active:
+                return None
         lowest = min(active)
         return MIN_WATERMARK if lowest == MIN_WATERMARK else lowest - self.delay_ms
 

@@ -56,8 +56,20 @@ def test_an_idle_partition_stops_holding_back_time() -> None:
     assert marks.emit() is None
     clock.now = 1_200  # b silent for 1.2 s, a for 0.7 s
     assert marks.emit() == 7_000
-    clock.now = 5_000  # both idle: the watermark stays
-    assert marks.current() is None and marks.emit() is None
+    clock.now = 5_000  # both idle: the split with records decides, nothing new to emit
+    assert marks.current() == 7_000 and marks.emit() is None
+
+
+def test_when_every_partition_goes_idle_the_ones_with_records_decide() -> None:
+    """A burst into partition a while b stays empty, both going idle in the same instant:
+    the watermark still reaches a's time (else a's windows would never fire)."""
+    clock = _Clock()
+    marks = SplitWatermarks(delay_ms=0, interval_ms=0, idle_timeout_ms=300, clock=clock)
+    a, _ = marks.add_split(), marks.add_split()
+    marks.on_records(np.array([a, a]), np.array([1_000, 24_000]))
+    assert marks.emit() is None  # b holds it back while active
+    clock.now = 300  # a and b idle together
+    assert marks.emit() == 24_000
 
 
 def test_periodic_emission() -> None:
