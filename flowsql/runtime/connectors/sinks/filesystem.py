@@ -96,6 +96,8 @@ class FileSink(TableSink):
         self.count = 0
         self._file: _PartFile | None = None
         self._finished = False
+        #: finish() ran and the final checkpoint follows: its completion cleans up
+        self._final_pending = False
 
     def write(self, batch: pa.RecordBatch, kinds: np.ndarray | None) -> None:
         if kinds is not None and bool((kinds != INSERT).any()):
@@ -128,10 +130,13 @@ class FileSink(TableSink):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         if self.pending is not None:
             self.pending.checkpoint_complete(checkpoint_id)
+            if self._final_pending:  # the final checkpoint of a bounded job completed
+                self.pending.delete_earlier_attempts()
 
     def finish(self) -> None:
         self._roll()
         if self.pending is not None and self.final_checkpoint:
+            self._final_pending = True
             return  # the final checkpoint claims the last files and commits them
         if self.pending is not None:
             self.pending.commit_everything()

@@ -24,7 +24,8 @@ Contract (why each rule keeps rows exactly once):
 * a restarted attempt that restores nothing (no checkpoint completed yet) deletes nothing:
   it cannot know that every other subtask restores nothing either, and a pending file
   deleted before another subtask's restore commits it would be lost rows. What the earlier
-  attempts left stays hidden (readers skip it) until a later restore of the job deletes it;
+  attempts left stays hidden (readers skip it) until a later restore of the job deletes it,
+  or the final checkpoint of a bounded job completes (``delete_earlier_attempts``);
 * a file whose in-progress and final names are both gone when it must be committed means
   lost rows: an error, never silently skipped.
 
@@ -161,6 +162,13 @@ class PendingFiles:
         known = set(self._jobs.rows.column("job_id").to_pylist()) | {self.job_id}
         self._jobs.update(pa.table({"job_id": sorted(known)}, schema=JOBS_SCHEMA))
         self._delete_leftovers(known)
+
+    def delete_earlier_attempts(self) -> None:
+        """Delete what earlier attempts left, once the final checkpoint of a bounded job
+        completed: every subtask has restored (or had nothing to restore) long before, so
+        no earlier attempt's file can still be committed by anyone."""
+        self._delete_leftovers(set(self._jobs.rows.column("job_id").to_pylist())
+                               | {self.job_id})
 
     def _delete_leftovers(self, job_ids: set[str]) -> None:
         if not self.directory.is_dir():
