@@ -143,17 +143,9 @@ def fill(bootstrap: str, topic: str, events: int) -> float:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from tests.harness.kafka_broker import create_topic as create
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        found = admin.list_topics(name, timeout=5).topics.get(name)
-        if found is not None and found.error is None and len(found.partitions) == partitions:
-            return
-        time.sleep(0.05)
-    raise SystemExit(f"topic {name} did not appear")
+    create(bootstrap, name, partitions)
 
 
 # -- the client alone ------------------------------------------------------------------------

@@ -97,17 +97,7 @@ class DevBroker:
 
     # -- helpers -------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            topic = admin.list_topics(name, timeout=5).topics.get(name)
-            if topic is not None and topic.error is None and len(topic.partitions) == partitions:
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"topic {name} did not appear")
+        create_topic(self.bootstrap, name, partitions)
 
     def produce(self, topic: str, records: Iterable[dict[str, Any]],
                 flush_each: bool = False) -> None:
@@ -165,6 +155,21 @@ class DevBroker:
     def read_json(self, topic: str, **kwargs: Any) -> list[dict[str, Any] | None]:
         return [None if m.value() is None else json.loads(m.value())
                 for m in self.read_all(topic, **kwargs)]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    """Create topic ``name`` and wait until the broker lists all its partitions."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=5).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"topic {name} did not appear")
 
 
 def _bytes(value: Any) -> bytes | None:

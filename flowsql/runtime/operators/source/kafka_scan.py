@@ -238,9 +238,11 @@ class KafkaScanOperator(PolledSource):
             return
         options = self.table.options
         restored = self._restored is not None and self._restored.num_rows > 0
-        mode = "earliest-offset" if self._splits or restored else str(
-            self.connector.value(options, "scan.startup.mode") if self.table.connector ==
-            "kafka" else "earliest-offset")
+        # the startup mode is for the first assignment of a fresh kafka job; partitions
+        # found later (and every upsert-kafka partition) start at their earliest offset
+        mode = "earliest-offset"
+        if not (self._splits or restored) and self.table.connector == "kafka":
+            mode = str(self.connector.value(options, "scan.startup.mode"))
         starts = start_positions(self._consumer, mode, options, new, self._config,
                                  self._client_reset)
         self._assign(new, starts, {}, {})
