@@ -33,6 +33,7 @@ from flowsql.planner.logical import (
     Window,
     WindowTableFunction,
 )
+from flowsql.planner.operator_ids import keeps_state
 from flowsql.planner.physical import (
     ExchangeExec,
     FilterExec,
@@ -75,10 +76,12 @@ def explain_logical(plan: LogicalPlan) -> str:
     return "\n".join(lines)
 
 
-def explain_physical(plan: PhysicalPlan) -> str:
-    """The physical plan as an indented tree with estimated rows per node."""
+def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None) -> str:
+    """The physical plan as an indented tree with estimated rows per node; with
+    ``operator_ids`` (``planner.operator_ids.node_operator_ids``, for streaming plans),
+    every node that keeps state also shows its operator id."""
     lines: list[str] = []
-    _physical(plan, 0, lines)
+    _physical(plan, 0, lines, operator_ids)
     return "\n".join(lines)
 
 
@@ -171,10 +174,14 @@ def _logical_line(plan: LogicalPlan) -> str:
 
 
 # -- physical ----------------------------------------------------------------------------
-def _physical(plan: PhysicalPlan, depth: int, lines: list[str]) -> None:
-    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}")
+def _physical(plan: PhysicalPlan, depth: int, lines: list[str],
+              operator_ids: dict[int, str] | None) -> None:
+    uid = ""
+    if operator_ids is not None and keeps_state(plan):
+        uid = f" id={operator_ids[id(plan)]}"
+    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}{uid}")
     for child in plan.inputs:
-        _physical(child, depth + 1, lines)
+        _physical(child, depth + 1, lines, operator_ids)
 
 
 def _physical_line(plan: PhysicalPlan) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.expressions import Expr
+from flowsql.planner.operator_ids import node_operator_ids
 from flowsql.planner.physical import ExchangeExec, PhysicalPlan, TableScanExec, ValuesExec
 from flowsql.planner.schema import Schema
 
@@ -52,13 +53,17 @@ class JobEdge:
 @dataclass(frozen=True)
 class Stage:
     """``plan`` runs as ``parallelism`` subtasks; ``inputs`` are the edge ids of its
-    StageInput leaves in increasing order, ``output`` its outgoing edge (None: the root)."""
+    StageInput leaves in increasing order, ``output`` its outgoing edge (None: the root).
+    ``operator_ids`` names ``plan``'s nodes in pre-order, as the whole plan's stable ids
+    (``planner.operator_ids``: a StageInput takes the id of the exchange it replaces),
+    so a stage's state is found again whatever the parallelism or the cut into stages."""
 
     id: int
     plan: PhysicalPlan
     parallelism: int
     inputs: tuple[int, ...]
     output: int | None
+    operator_ids: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -79,7 +84,7 @@ def build_job_graph(plan: PhysicalPlan, parallelism: int) -> JobGraph:
     """Cut ``plan`` at its exchanges (see the module docstring)."""
     if parallelism < 1:
         raise ExecutionError(f"parallelism must be at least 1, got {parallelism}")
-    builder = _Builder(parallelism)
+    builder = _Builder(parallelism, node_operator_ids(plan))
     builder.stage(plan)
     stages = list(builder.stages)
     for edge in builder.edges:
@@ -88,8 +93,9 @@ def build_job_graph(plan: PhysicalPlan, parallelism: int) -> JobGraph:
 
 
 class _Builder:
-    def __init__(self, parallelism: int) -> None:
+    def __init__(self, parallelism: int, ids: dict[int, str]) -> None:
         self.parallelism = parallelism
+        self.ids = ids
         self.stages: list[Stage] = []
         self.edges: list[JobEdge] = []
 
@@ -98,15 +104,20 @@ class _Builder:
         stage_id = len(self.stages)
         self.stages.append(Stage(stage_id, root, 0, (), None))  # reserve the id
         inputs: list[int] = []
-        plan, parallelism = self._within(root, stage_id, inputs)
-        self.stages[stage_id] = Stage(stage_id, plan, parallelism, tuple(sorted(inputs)), None)
+        ids: list[str] = []
+        plan, parallelism = self._within(root, stage_id, inputs, ids)
+        self.stages[stage_id] = Stage(stage_id, plan, parallelism, tuple(sorted(inputs)), None,
+                                      tuple(ids))
         return stage_id
 
-    def _within(self, node: PhysicalPlan, stage_id: int,
-                inputs: list[int]) -> tuple[PhysicalPlan, int]:
+    def _within(self, node: PhysicalPlan, stage_id: int, inputs: list[int],
+                ids: list[str]) -> tuple[PhysicalPlan, int]:
+        """The stage plan below ``node`` and its parallelism; ``ids`` receives the
+        operator ids of the stage plan's nodes in pre-order."""
+        if isinstance(node, ExchangeExec) and node.kind == "forward":
+            return self._within(node.input, stage_id, inputs, ids)
+        ids.append(self.ids[id(node)])
         if isinstance(node, ExchangeExec):
-            if node.kind == "forward":
-                return self._within(node.input, stage_id, inputs)
             source = self.stage(node.input)
             edge = JobEdge(len(self.edges), source, stage_id, node.kind, node.keys)
             self.edges.append(edge)
@@ -119,7 +130,7 @@ class _Builder:
             return node, 1
         if not node.inputs:
             raise ExecutionError(f"job graph: no parallelism rule for {type(node).__name__}")
-        built = [self._within(child, stage_id, inputs) for child in node.inputs]
+        built = [self._within(child, stage_id, inputs, ids) for child in node.inputs]
         found = {parallelism for _, parallelism in built}
         if len(found) != 1:
             raise ExecutionError(f"job graph: the inputs of {type(node).__name__} run with "

@@ -32,7 +32,8 @@ Running them:
   (hashmap or rocksdb);
 * :mod:`~flowsql.runtime.checkpoint.recovery` -- attempts, restarts and the stop with a
   final checkpoint, for the single-process and the parallel run alike;
-* :mod:`~flowsql.runtime.checkpoint.operator_ids` -- how a checkpoint names operators.
+* :mod:`~flowsql.planner.operator_ids` (in the planner: a pure function of the plan) --
+  how a checkpoint names operators.
 
 Nothing here is called by operators: the task's input handling aligns barriers, the task
 snapshots its operators' ``StateStore`` and uploads through the storage, and the

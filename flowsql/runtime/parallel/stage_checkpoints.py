@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.checkpoint.config import CheckpointSettings
-from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.checkpoint.task_checkpointer import (
     Acknowledgement,
     Decline,
@@ -25,11 +24,6 @@ from flowsql.runtime.cluster.tasks import TaskContext
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.parallel.stage_task import StageOutput
 from flowsql.runtime.parallel.stream_inputs import GateReader
-
-
-def operator_id_prefix(stage_name: str) -> str:
-    """Operator ids of a stage's operators start with the stage's name."""
-    return f"{stage_name}/"
 
 
 class TaskCheckpoints:
@@ -69,8 +63,8 @@ class TaskCheckpoints:
         if self.restore is None:
             return None
         local_dir = self.settings.rocksdb_dir if self.settings else None
-        return restore_states(self.restore, operator_ids(plan, operator_id_prefix(
-            context.name)), context.subtask, int(context.config["parallelism"]), local_dir)
+        return restore_states(self.restore, context.config["operator_ids"], context.subtask,
+                              int(context.config["parallelism"]), local_dir)
 
     def close(self) -> None:
         if self.checkpointer is not None:

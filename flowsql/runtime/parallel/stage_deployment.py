@@ -54,7 +54,8 @@ def deployment(graph: JobGraph, settings: dict[str, str], cluster: MiniCluster,
                 target = {**result, "channel": name}
                 channels.append(name)
             config = {"plan": plan, "stage": stage.id, "parallelism": stage.parallelism,
-                      "inputs": inputs, "output": output, "result": target}
+                      "inputs": inputs, "output": output, "result": target,
+                      "operator_ids": list(stage.operator_ids)}
             tasks.append(TaskSpec(stage.name, kind, subtask, config, subtask % workers))
     edges = [EdgeSpec(f"{graph.stages[e.source].name}[{s}]",
                       f"{graph.stages[e.target].name}[{t}]")

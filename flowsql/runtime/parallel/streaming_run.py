@@ -33,7 +33,6 @@ from flowsql.runtime.channels import ChannelServer
 from flowsql.runtime.checkpoint.coordinator import CheckpointCoordinator
 from flowsql.runtime.checkpoint.coordinator_state import JobVertex
 from flowsql.runtime.checkpoint.metadata import SubtaskState
-from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.checkpoint.recovery import FINAL_CHECKPOINT_TIMEOUT_S, RecoveringRun
 from flowsql.runtime.checkpoint.task_state import RestoreSource
 from flowsql.runtime.cluster import Job, MiniCluster
@@ -43,7 +42,6 @@ from flowsql.runtime.parallel.result_channels import (
     register_results,
     unregister_results,
 )
-from flowsql.runtime.parallel.stage_checkpoints import operator_id_prefix
 from flowsql.runtime.parallel.stage_deployment import (
     STREAMING_TASK_KIND,
     deployment,
@@ -120,7 +118,7 @@ class ParallelStreamingRun(RecoveringRun):
         max_parallelism = SettingValues(self.settings).integer("max_parallelism")
         return [JobVertex(operator_id, stage.parallelism, max_parallelism)
                 for stage in self._graph.stages
-                for operator_id in operator_ids(stage.plan, operator_id_prefix(stage.name))
+                for operator_id in stage.operator_ids
                 if not self._skipped(stage)]
 
     def _skipped(self, stage: Any) -> bool:

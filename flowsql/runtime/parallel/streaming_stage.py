@@ -41,7 +41,7 @@ from flowsql.runtime.events import CheckpointBarrier, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.parallel.plan_codec import loads
-from flowsql.runtime.parallel.stage_checkpoints import TaskCheckpoints, operator_id_prefix
+from flowsql.runtime.parallel.stage_checkpoints import TaskCheckpoints
 from flowsql.runtime.parallel.stage_task import StageOutput, input_channels
 from flowsql.runtime.parallel.stream_inputs import EdgeInput, GateReader
 from flowsql.runtime.registry import create_operator
@@ -76,7 +76,7 @@ def run_streaming_stage(context: TaskContext) -> Mapping[str, Any]:
                        subtask_index=context.subtask, parallelism=parallelism,
                        where=f" in subtask {context.subtask} of {parallelism} of {context.name}",
                        cancelled=context.cancelled, on_idle=lambda: idleness.check(run),
-                       id_prefix=operator_id_prefix(context.name),
+                       operator_ids=config["operator_ids"],
                        job_id=checkpoints.job_id if checkpoints else "local",
                        attempt=checkpoints.attempt if checkpoints else 0,
                        checkpointing=checkpoints.checkpointer if checkpoints else None,

@@ -32,7 +32,7 @@ each operator's own metrics (late records dropped, parse errors ignored) they fo
 job's metrics.
 
 Checkpoints (:class:`RunCheckpointing`, given by the task that owns the run): every
-operator has an id (``operator_ids``: its position in the tree, after the task's prefix).
+operator has an id (``planner.operator_ids``: stable, from what its state means).
 
 * ``checkpointing.on_turn`` runs before every turn (triggers, completion notices);
 * a barrier or channel end an exchange input returns (``ChannelEvent``) goes to
@@ -53,7 +53,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -61,8 +61,8 @@ import pyarrow as pa
 
 from flowsql.errors import FlowSQLError
 from flowsql.planner.config.settings import SettingValues
+from flowsql.planner.operator_ids import operator_ids as plan_operator_ids
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.events import MAX_WATERMARK, CheckpointBarrier, EndOfInput, Watermark
 from flowsql.runtime.executor import _guarded, _job
 from flowsql.runtime.operator import Operator, OperatorContext
@@ -129,14 +129,16 @@ class StreamingRun:
                  subtask_index: int = 0, parallelism: int = 1, where: str = "",
                  cancelled: threading.Event | None = None,
                  on_idle: Callable[[], None] | None = None,
-                 id_prefix: str = "stage-0/", job_id: str = "local", attempt: int = 0,
+                 operator_ids: Sequence[str] | None = None, job_id: str = "local",
+                 attempt: int = 0,
                  checkpointing: RunCheckpointing | None = None,
                  restore: Mapping[str, dict[str, pa.Table]] | None = None) -> None:
         """``operators`` builds each node's operator; ``subtask_index``/``parallelism``
         tell the operators which share of the job they are, ``where`` ends their labels
         (e.g. " in subtask 1 of 2 of stage-1"), ``cancelled`` may be shared with a task,
         ``on_idle`` is called whenever a turn found no source with anything to give.
-        ``id_prefix`` starts every operator id, ``job_id``/``attempt`` go to the operators'
+        ``operator_ids`` names the operators in pre-order (default: the plan's stable
+        ids, ``planner.operator_ids``), ``job_id``/``attempt`` go to the operators'
         contexts, ``checkpointing`` drives checkpoints (see the module docstring) and
         ``restore`` maps operator ids to the state tables to restore."""
         self.plan = plan
@@ -156,7 +158,7 @@ class StreamingRun:
         self._attempt = attempt
         self._checkpointing = checkpointing
         self._restore = restore
-        self._ids = operator_ids(plan, id_prefix)
+        self._ids = list(operator_ids) if operator_ids is not None else plan_operator_ids(plan)
         #: time.monotonic() when a source last produced records
         self.last_input = time.monotonic()
         self.root = self._build(plan, None, 0)

@@ -1,6 +1,6 @@
 """A streaming job in this process with checkpoints and restarts.
 
-The whole plan is one task (operator ids ``stage-0/<n>``) whose sources are its own: the
+The whole plan is one task (the plan's stable operator ids) whose sources are its own: the
 coordinator's trigger is a barrier for all of them at once, taken between two turns of the
 run, so no alignment waits. Snapshots are written by the task's writer thread while the
 run goes on; completion notices are carried out at the start of the next turn. A failing
@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.config.settings import SettingValues
+from flowsql.planner.operator_ids import operator_ids
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.checkpoint.coordinator_state import JobVertex
-from flowsql.runtime.checkpoint.operator_ids import operator_ids
 from flowsql.runtime.checkpoint.recovery import FINAL_CHECKPOINT_TIMEOUT_S, RecoveringRun
 from flowsql.runtime.checkpoint.task_checkpointer import (
     Acknowledgement,
@@ -30,8 +30,6 @@ from flowsql.runtime.checkpoint.task_checkpointer import (
 )
 from flowsql.runtime.checkpoint.task_state import RestoreSource, TaskState, restore_states
 from flowsql.runtime.streaming.executor import StreamingRun
-
-PREFIX = "stage-0/"
 
 
 class LocalRecoveringRun(RecoveringRun):
@@ -48,7 +46,7 @@ class LocalRecoveringRun(RecoveringRun):
 
     def _attempt(self, restore: RestoreSource | None, attempt: int
                  ) -> Iterator[pa.RecordBatch]:
-        ids = operator_ids(self.plan, PREFIX)
+        ids = operator_ids(self.plan)
         local_dir = self.checkpointing.rocksdb_dir if self.checkpointing else None
         restored = (restore_states(restore, ids, 0, 1, local_dir)
                     if restore is not None else None)

@@ -23,5 +23,8 @@ def execute_explain(session: Session, statement: ExplainStatement) -> Result:
 
         source = pyspark_program(physical, session.settings)
         return Result("explain", table=pa.table({"plan": source.split("\n")}), plan_text=source)
-    text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose")
+    from flowsql.optimizer.physical_passes import streaming_mode
+
+    text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose",
+                        streaming=streaming_mode(session.settings))
     return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)

@@ -37,7 +37,8 @@ def execute_insert(session: Session, statement: InsertStatement) -> Result:
     job = Job(f"INSERT INTO {entry.name}", run)
     session.jobs.append(job)
     return Result("job", message=f"Job {job.id} submitted: INSERT INTO {entry.name}",
-                  plan_text=explain_text(logical, optimized, physical), job=job)
+                  plan_text=explain_text(logical, optimized, physical,
+                                         streaming=info is not None), job=job)
 
 
 def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | None

@@ -23,7 +23,7 @@ def execute_query(session: Session, statement: QueryStatement) -> Result:
     logical, optimized, physical, info = plan_statement(session, statement)
     if info is not None:
         return _stream_query(session, physical, info,
-                             explain_text(logical, optimized, physical))
+                             explain_text(logical, optimized, physical, streaming=True))
     started = time.perf_counter()
     table = run_physical(session, physical)
     elapsed = time.perf_counter() - started

@@ -81,7 +81,8 @@ def test_explain_shows_the_clock_watermark(session: Session) -> None:
     lines = [line.strip() for line in physical.strip().splitlines()]
     assert [line.split(" ")[0] for line in lines] == [
         "Project", "WindowAggregate", "ProctimeWatermark", "Project", "TableScan"]
-    assert lines[2] == "ProctimeWatermark pt (wall clock) rows=~10"
+    assert lines[2] == ("ProctimeWatermark pt (wall clock) rows=~10 "
+                        "id=proctime-watermark-65d2fdfb4525")
 
 
 def test_batch_mode_plans_no_clock_watermark(session: Session) -> None:
