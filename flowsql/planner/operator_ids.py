@@ -13,6 +13,9 @@ of the query that keeps the stateful part:
   window assignment) are transparent: they pass their input's digest through. So a
   changed projection or filter above or below an aggregate, an exchange added at another
   parallelism, or another cut of the plan into stages leaves every stateful id unchanged.
+  Key expressions are read *through* the projections below them (``GROUP BY k`` over
+  ``SELECT v % 5 AS k`` is ``v % 5``), so a projection that changes what a key means does
+  change the id.
 * What is *not* in a signature can change without changing the id, and is then judged by
   the state's schema when a savepoint is restored: an aggregate's functions (an added
   function adds accumulator columns), the columns a source reads, a sink's columns.
@@ -31,7 +34,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flowsql.planner.expressions import Expr, render
+from flowsql.planner.expressions import Expr, render, replace_columns
 from flowsql.planner.physical import (
     ExchangeExec,
     FilterExec,
@@ -138,8 +141,21 @@ def _exprs(exprs: tuple[Expr, ...] | list[Expr]) -> list[str]:
     return [render(e) for e in exprs]
 
 
+def _keys(source: PhysicalPlan, exprs: tuple[Expr, ...] | list[Expr]) -> list[str]:
+    """``exprs`` (over ``source``'s output) rendered in terms of the columns below the
+    projections, filters and exchanges that produce ``source``, with their types."""
+    resolved = list(exprs)
+    node = source
+    while isinstance(node, ProjectExec | FilterExec | ExchangeExec):
+        if isinstance(node, ProjectExec):
+            mapping = {f.cid: e for f, e in zip(node.fields, node.exprs)}
+            resolved = [replace_columns(e, mapping) for e in resolved]
+        node = node.input
+    return [f"{render(e)}: {e.dtype}" for e in resolved]
+
+
 def _join(node: Any) -> list[Any]:
-    return [node.kind, [[render(a), render(b)] for a, b in zip(node.left_keys, node.right_keys)]]
+    return [node.kind, _keys(node.left, node.left_keys), _keys(node.right, node.right_keys)]
 
 
 def _rank_kind(node: RankExec) -> str:
@@ -161,19 +177,22 @@ _SIGNATURES: dict[type, tuple[str, _Signature]] = {
     SinkExec: ("sink", lambda n: [n.table.name]),
     WatermarkAssignerExec: ("watermark", lambda n: [render(n.time_column)]),
     ProctimeWatermarkExec: ("proctime-watermark", lambda n: [render(n.time_column)]),
-    GroupAggregateExec: ("group-aggregate", lambda n: [f.name for f in n.group_fields]),
-    WindowedAggregateExec: ("windowed-aggregate",
-                            lambda n: [[f.name for f in n.group_fields], _exprs(n.window)]),
+    GroupAggregateExec: ("group-aggregate", lambda n: _keys(n.input, n.group_exprs)),
+    WindowedAggregateExec: ("windowed-aggregate", lambda n: [
+        _keys(n.input, n.group_exprs), _keys(n.input, n.window)]),
     WindowAggregateExec: ("window-aggregate", lambda n: [
-        n.shape.describe(), render(n.time_column),
-        [s if isinstance(s, str) else render(n.keys[s]) for s in n.group_slots]]),
+        n.shape.describe(), _keys(n.input, [n.time_column]),
+        [s if isinstance(s, str) else _keys(n.input, [n.keys[s]])[0] for s in n.group_slots]]),
     StreamJoinExec: ("join", _join),
     IntervalJoinExec: ("interval-join", lambda n: [
-        *_join(n), render(n.left_time), render(n.right_time), n.lower_ms, n.upper_ms]),
-    WindowJoinExec: ("window-join", lambda n: [*_join(n), _exprs(n.left_window)]),
+        *_join(n), _keys(n.left, [n.left_time]), _keys(n.right, [n.right_time]), n.lower_ms,
+        n.upper_ms]),
+    WindowJoinExec: ("window-join", lambda n: [*_join(n), _keys(n.left, n.left_window)]),
     OverAggregateExec: ("over-aggregate", lambda n: [
-        _exprs(n.partition_keys), render(n.time_column), n.frame, n.preceding]),
+        _keys(n.input, n.partition_keys), _keys(n.input, [n.time_column]), n.frame,
+        n.preceding]),
     RankExec: ("rank", lambda n: [
-        _exprs(n.partition_keys), [str(k) for k in n.order], n.lower, n.upper,
-        None if n.window is None else _exprs(n.window)]),
+        _keys(n.input, n.partition_keys),
+        [[*_keys(n.input, [k.expr]), k.ascending, k.nulls_first] for k in n.order],
+        n.lower, n.upper, None if n.window is None else _keys(n.input, n.window)]),
 }

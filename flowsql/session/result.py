@@ -29,6 +29,9 @@ class Result:
     metrics: dict[str, Any] = field(default_factory=dict)
     changelog: Any = None
     job: Any = None
+    #: a streaming job started from a savepoint: the verdict for every state (operator,
+    #: state, verdict -- restored, migrated, new, dropped --, rows, detail)
+    restore_report: pa.Table | None = None
 
     def to_arrow(self) -> pa.Table:
         """The result rows; in streaming mode, the final rows of the changelog (an error

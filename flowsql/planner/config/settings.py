@@ -131,6 +131,10 @@ SETTINGS: tuple[Option, ...] = (
     Option("execution.savepoint.path", STRING, None,
            "A completed checkpoint or savepoint directory (.../chk-N) the next streaming "
            "INSERT restores its state and source positions from."),
+    Option("execution.savepoint.ignore-unclaimed-state", BOOLEAN, "false",
+           "Start from a savepoint even when it holds state the query no longer has (that "
+           "state is dropped); without it such a start is refused with the list of states.",
+           aliases=("execution.savepoint.allow-non-restored-state",)),
     Option("restart-strategy.type", STRING, None,
            "What a failed streaming job does: none, fixed-delay or exponential-delay (unset: "
            "none without checkpointing, fixed-delay with it).",

@@ -168,6 +168,11 @@ class CheckpointStorage:
                                  f"{subtask} of operator '{operator_id}'")
         return {f.state: self._read_table(self._absolute(f.path)) for f in state.files}
 
+    def read_schema(self, relative: str) -> pa.Schema:
+        """The schema (state metadata included) of one state file, without its data."""
+        with self.filesystem.open_input_file(self._absolute(relative)) as source:
+            return pa.ipc.open_file(source).schema
+
     def file_sizes(self, relatives: Iterable[str]) -> dict[str, int]:
         """Bytes of each of the job's files (paths relative to the job directory); a
         missing file counts 0."""

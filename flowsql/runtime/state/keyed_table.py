@@ -15,12 +15,17 @@ Contract:
   without copying;
   ``restore`` accepts the concatenation of snapshots of any number of subtasks and keeps only
   the key groups asked for, which is all a rescaled restore needs;
-* restoring requires the same ``max_parallelism`` (it fixes the key-group layout).
+* restoring requires the same ``max_parallelism`` (it fixes the key-group layout);
+* ``migration_defaults`` (column -> JSON value) are the values a key restored from a
+  snapshot without that column starts with (an aggregate function added by a query
+  upgrade: ``state.migration``); they travel in the snapshot's metadata, so a savepoint
+  check can tell which added columns a state can fill.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +34,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.runtime.partitioning import key_groups
 from flowsql.runtime.state.metadata import read_metadata, with_metadata
+from flowsql.runtime.state.migration import conform
 
 #: name of the column holding each row's key group
 KEY_GROUP = "__key_group"
@@ -38,11 +44,13 @@ _KIND = "keyed_table"
 class KeyedTableState:
     """Rows of ``schema`` (plus the leading ``KEY_GROUP`` int32 column) grouped by key group."""
 
-    def __init__(self, name: str, schema: pa.Schema, max_parallelism: int) -> None:
+    def __init__(self, name: str, schema: pa.Schema, max_parallelism: int,
+                 migration_defaults: Mapping[str, Any] | None = None) -> None:
         if KEY_GROUP in schema.names:
             raise ExecutionError(f"state '{name}': column name {KEY_GROUP} is reserved")
         self.name = name
         self.max_parallelism = max_parallelism
+        self.migration_defaults = dict(migration_defaults) if migration_defaults else None
         self.schema = pa.schema([pa.field(KEY_GROUP, pa.int32(), nullable=False), *schema])
         self._rows = self.schema.empty_table()
 
@@ -89,7 +97,10 @@ class KeyedTableState:
         since the table is immutable. It runs on the processing path at every checkpoint,
         so ordering by key group is left to whoever needs it off that path (the rocksdb
         backend groups rows itself; a restore filters by key group range)."""
-        return with_metadata(self._rows, _KIND, self.name, max_parallelism=self.max_parallelism)
+        extra = ({"migration_defaults": self.migration_defaults}
+                 if self.migration_defaults else {})
+        return with_metadata(self._rows, _KIND, self.name, max_parallelism=self.max_parallelism,
+                             **extra)
 
     def restore(self, snapshot: pa.Table, groups: range | None = None) -> None:
         """Content of ``snapshot`` restricted to key groups ``groups`` (None: all)."""
@@ -99,7 +110,8 @@ class KeyedTableState:
                 f"state '{self.name}' was written with max parallelism "
                 f"{description.get('max_parallelism')} and cannot be restored with "
                 f"{self.max_parallelism}")
-        rows = snapshot.replace_schema_metadata(None)
+        rows = conform(snapshot.replace_schema_metadata(None), self.schema,
+                       self.migration_defaults)
         if groups is not None:
             owned = rows.column(KEY_GROUP)
             rows = rows.filter(pc.and_(pc.greater_equal(owned, groups.start),

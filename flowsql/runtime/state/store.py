@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -46,9 +47,12 @@ class StateStore:
         max_parallelism = SettingValues(context.settings).integer("max_parallelism")
         return cls(context.subtask_index, context.parallelism, max_parallelism)
 
-    def keyed_table(self, name: str, schema: pa.Schema) -> KeyedTableState:
+    def keyed_table(self, name: str, schema: pa.Schema,
+                    migration_defaults: Mapping[str, Any] | None = None) -> KeyedTableState:
+        """A keyed table; ``migration_defaults`` see ``KeyedTableState``."""
         self._check_new(name, self._keyed)
-        state = self._keyed[name] = KeyedTableState(name, schema, self.max_parallelism)
+        state = self._keyed[name] = KeyedTableState(name, schema, self.max_parallelism,
+                                                    migration_defaults)
         return state
 
     def list_state(self, name: str, schema: pa.Schema,
@@ -70,13 +74,11 @@ class StateStore:
 
     def restore(self, tables: dict[str, pa.Table]) -> None:
         """Restore every registered state from ``tables``; a missing table means empty state
-        (an operator added by an upgrade), an unknown table is an error (a state dropped by
-        an upgrade would be silently lost)."""
-        known = ({f"keyed/{n}" for n in self._keyed} | {f"list/{n}" for n in self._lists}
-                 | {f"timers/{n}" for n in self._timers})
-        unknown = sorted(set(tables) - known)
-        if unknown:
-            raise ExecutionError(f"snapshot holds state this operator does not know: {unknown}")
+        (a state added by an upgrade). A table no registered state claims is left out: a
+        restore from a savepoint is checked before the job starts
+        (``checkpoint.compatibility``), which refuses unclaimed state unless
+        ``execution.savepoint.ignore-unclaimed-state`` allows dropping it, and a restart
+        restores the job's own checkpoints, whose states are exactly the registered ones."""
         for name, keyed in self._keyed.items():
             if f"keyed/{name}" in tables:
                 keyed.restore(tables[f"keyed/{name}"], self.key_groups)

@@ -22,6 +22,9 @@ __all__ = ["execute_query", "run_physical", "streaming_run"]
 def execute_query(session: Session, statement: QueryStatement) -> Result:
     logical, optimized, physical, info = plan_statement(session, statement)
     if info is not None:
+        from flowsql.runtime.checkpoint.restore_check import check_restore
+
+        check_restore(physical, session.settings)
         return _stream_query(session, physical, info,
                              explain_text(logical, optimized, physical, streaming=True))
     started = time.perf_counter()

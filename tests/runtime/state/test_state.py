@@ -121,7 +121,11 @@ def test_store_snapshots_every_state_and_rejects_unknown_ones():
     other_timers = other.timers("windows")
     other.restore(snapshot)
     assert other_timers.advance(100).column("namespace").to_pylist() == [9]
-    with pytest.raises(ExecutionError, match="does not know"):
-        StateStore(0, 1, 16).restore(snapshot)
+    # a state no one claims is left out here: the savepoint check before a job starts
+    # refuses it unless dropping it is allowed (tests/runtime/checkpoint/test_compatibility.py)
+    partial = StateStore(0, 1, 16)
+    only_list = partial.list_state("progress", pa.schema([("w", pa.int64())]), "union")
+    partial.restore(snapshot)
+    assert only_list.rows.num_rows == snapshot["list/progress"].num_rows
     with pytest.raises(ExecutionError, match="twice"):
         store.timers("windows")

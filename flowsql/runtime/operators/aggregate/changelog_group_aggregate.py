@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +59,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.config.settings import SettingValues
+from flowsql.planner.expressions import render
 from flowsql.planner.physical import STREAMING_AGGREGATE_FUNCTIONS
 from flowsql.planner.physical_streaming import GroupAggregateExec
 from flowsql.planner.schema import to_arrow_schema
@@ -101,6 +103,9 @@ class _Agg:
     """One aggregate: its family and the types it computes in."""
 
     index: int
+    #: what the accumulator columns are named by: the call as written (``sum(v)``), so a
+    #: function added by a query upgrade adds columns and never renames another's
+    label: str
     name: str
     distinct: bool          # DISTINCT count/sum/avg (min/max ignore duplicates anyway)
     arg_type: pa.DataType   # NULL-typed arguments compute as int64
@@ -114,7 +119,7 @@ class _Agg:
     def state_fields(self) -> list[pa.Field]:
         """Accumulator columns in the ``groups`` table (distinct aggregates keep none:
         their values table is their whole state)."""
-        a = f"a{self.index}"
+        a = self.label
         if self.distinct:
             return []
         if self.name in ("count", "count_star"):
@@ -125,6 +130,13 @@ class _Agg:
             return [pa.field(f"{a}_sum", pa.float64()), pa.field(f"{a}_sq", pa.float64()),
                     pa.field(f"{a}_n", pa.int64())]
         return [pa.field(a, self.arg_type)]
+
+    def migration_defaults(self) -> dict[str, Any]:
+        """What a group that existed before this function was added starts with: no rows
+        counted, no values summed (``state.migration``)."""
+        return {f.name: (0 if f.name == self.label and self.name in ("count", "count_star")
+                         or f.name.endswith("_n") else None)
+                for f in self.state_fields()}
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,7 @@ class _Batch:
 
 
 def _make_aggs(node: GroupAggregateExec) -> list[_Agg]:
-    aggs = []
+    aggs: list[_Agg] = []
     for i, (call, out) in enumerate(zip(node.aggs, node.agg_fields)):
         if call.name not in _SUPPORTED:
             raise ExecutionError(f"streaming GROUP BY does not support {call.name}()")
@@ -169,7 +181,10 @@ def _make_aggs(node: GroupAggregateExec) -> list[_Agg]:
         distinct = call.distinct and call.name in ("count", "sum", "avg")
         sum_type = (T.sum_type(arg_type) if call.name in ("sum", "avg")
                     else pa.float64() if call.name in VARIANCE_AGGREGATES else pa.int64())
-        aggs.append(_Agg(i, call.name, distinct, arg_type, sum_type, out.dtype))
+        label = render(call)
+        taken = sum(1 for agg in aggs if agg.label.split("#")[0] == label)
+        label = f"{label}#{taken + 1}" if taken else label
+        aggs.append(_Agg(i, label, call.name, distinct, arg_type, sum_type, out.dtype))
     return aggs
 
 
@@ -204,9 +219,11 @@ class GroupAggregateOperator(Operator):
         self._max_parallelism = SettingValues(context.settings).integer("max_parallelism")
         self._store = StateStore(context.subtask_index, context.parallelism,
                                  self._max_parallelism)
-        self._groups = self._store.keyed_table("groups", self._group_schema)
+        self._groups = self._store.keyed_table(
+            "groups", self._group_schema,
+            {k: v for agg in self._aggs for k, v in agg.migration_defaults().items()})
         self._values: dict[int, KeyedTableState] = {
-            i: self._store.keyed_table(f"values{i}", schema)
+            i: self._store.keyed_table(f"values {self._aggs[i].label}", schema)
             for i, schema in self._value_schemas.items()}
 
     # -- data ---------------------------------------------------------------------------
@@ -288,7 +305,7 @@ class GroupAggregateOperator(Operator):
         lay = ctx.layout
         valid = (numpy_sums.valid_mask(arg) if arg is not None
                  else np.ones(len(ctx.sign), dtype=bool))
-        a = f"a{agg.index}"
+        a = agg.label
         events = (self._value_events(agg, arg, valid, ctx)
                   if agg.keeps_values and arg is not None else None)
         values = events.rows if events is not None else None
@@ -374,7 +391,7 @@ class GroupAggregateOperator(Operator):
         lay = ctx.layout
         if not ctx.retracting:
             # insert-only: the stored extreme, then a running best within each segment
-            stored = _virtual_array(ctx, f"a{agg.index}", agg.arg_type)
+            stored = _virtual_array(ctx, agg.label, agg.arg_type)
             candidates = pa.concat_arrays([stored, arg])
             weights = _weights(candidates, agg.name == "min")
             best = running_best(lay.scatter(weights[:len(stored)], weights[len(stored):]),
