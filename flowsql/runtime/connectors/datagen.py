@@ -9,13 +9,21 @@ default 100). Extension: ``seed`` (default 0). A throttled source emits a batch 
 ``execution.buffer-timeout`` of time (at most ``execution.batch-size`` rows).
 
 With parallelism p, subtask i emits the chunks i, i + p, i + 2p, ... of
-``execution.batch-size`` rows (each throttled to 1/p of ``rows-per-second``), so the job
-emits the same rows as one subtask. Row ``i`` is a pure function of (seed, field name, i): random values come from a stable
-counter-based hash, not from a stateful generator. That is what makes a run reproducible
-and a restore exact: the only state is the position (rows emitted), snapshotted as
-operator list state, and resuming at position ``p`` yields exactly rows ``p, p+1, ...``.
-A restore must keep the parallelism (the deal of chunks to subtasks depends on it); at
-another parallelism it fails rather than lose or repeat rows.
+``execution.batch-size`` rows counted from a *base* row (0 at a fresh start; each throttled
+to 1/p of ``rows-per-second``), so the job emits the same rows as one subtask. Row ``i`` is
+a pure function of (seed, field name, i): random values come from a stable counter-based
+hash, not from a stateful generator. That is what makes a run reproducible and a restore
+exact: the only state is where each subtask stands in its deal, snapshotted as union
+operator list state (``position``: the next chunk's first row; the deal's base, chunk size
+and parallelism; ``pending``: row ranges left over from an earlier deal, emitted first).
+
+Restored at the parallelism of the snapshot, each subtask takes its own row. Restored at
+another parallelism (rescaling), the rows not yet emitted are worked out exactly
+(``remaining_rows``): everything from the furthest position on, plus the chunks between
+the nearest and the furthest position whose subtask had not reached them, plus the
+pending ranges; the new subtasks share those ranges round robin and deal the rest anew
+from the furthest position. Every row is emitted exactly once across any chain of
+rescales.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from flowsql.errors import CatalogError, ConfigError, ExecutionError
+from flowsql.errors import CatalogError, ConfigError
 from flowsql.planner.config.connectors import DATAGEN
 from flowsql.runtime.channels.settings import ChannelSettings
 from flowsql.runtime.kernels.batches import batch_size
@@ -35,9 +43,12 @@ from flowsql.runtime.operators.contract import Source
 from flowsql.runtime.partitioning import fmix64, hash_array
 from flowsql.runtime.state.list_state import OperatorListState
 
-#: one row per subtask: where it stands, and which subtask of how many it was
+#: one row per subtask: where it stands, which subtask of how many it was, the deal it
+#: follows (base row, chunk size) and the ranges left over from an earlier deal
+_RANGE = pa.struct([("start", pa.int64()), ("end", pa.int64())])
 _POSITION = pa.schema([("position", pa.int64()), ("subtask", pa.int64()),
-                       ("parallelism", pa.int64())])
+                       ("parallelism", pa.int64()), ("base", pa.int64()),
+                       ("size", pa.int64()), ("pending", pa.list_(_RANGE))])
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -128,8 +139,13 @@ class DatagenSource(Source):
         self._sleep = sleep
         self._state = OperatorListState("position", _POSITION, "union")
         self.position = 0
+        #: the deal this subtask follows: chunks start at base + k * size
+        self._base = 0
+        self._size = 0
+        #: row ranges [start, end) to emit before the deal (left by a rescaled restore)
+        self._pending: list[tuple[int, int]] = []
         #: the rows of a restore not yet taken over (see ``_resume``)
-        self._restored: list[dict[str, int]] | None = None
+        self._restored: list[dict[str, Any]] | None = None
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         size = batch_size(self.context.settings)
@@ -145,29 +161,51 @@ class DatagenSource(Source):
             per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
             size = max(1, min(size, rate, per_timeout))
         total = self.table.total_rows
-        self._resume()
-        if parallelism > 1 and self.position == 0:
+        if not self._resume(size) and self._size == 0:  # a fresh start
+            self._base, self._size = 0, size
             self.position = subtask * size
+        size = self._size
         started, emitted_here = self._clock(), 0
-        while total is None or self.position < total:
-            count = size if total is None else min(size, total - self.position)
+        while True:
+            if self._pending:
+                start, end = self._pending[0]
+                if total is not None and end > total:  # a chunk of the old deal past the end
+                    end = min(end, total)
+                    if start >= end:
+                        self._pending.pop(0)
+                        continue
+                count = min(size, end - start)
+            elif total is None or self.position < total:
+                start = self.position
+                count = size if total is None else min(size, total - self.position)
+            else:
+                return
             if rate > 0:
                 # a batch goes out when its last row is due: rows wait for their batch
                 wait = started + (emitted_here + count) / rate - self._clock()
                 if wait > 0:
                     self._sleep(wait)
-            batch = self.table.rows(self.position, count)
-            # subtask i of p emits the chunks i, i + p, ... of ``size`` rows: together the
-            # subtasks emit exactly the rows of one subtask, each once
-            self.position += count + (parallelism - 1) * size
+            batch = self.table.rows(start, count)
+            if self._pending:
+                self._pending[0] = (start + count, end)
+                if start + count >= end:
+                    self._pending.pop(0)
+            else:
+                # subtask i of p emits the chunks i, i + p, ... of ``size`` rows: together
+                # the subtasks emit exactly the rows of one subtask, each once
+                self.position += count + (parallelism - 1) * size
             emitted_here += count
             yield batch
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
-        self._resume()
+        if self._restored:  # snapshotted before it started: it stands where it was restored
+            self._resume(self._size or batch_size(self.context.settings))
+        pending = [{"start": s, "end": e} for s, e in self._pending]
         self._state.update(pa.table({"position": [self.position],
                                      "subtask": [self.context.subtask_index],
-                                     "parallelism": [self.context.parallelism]},
+                                     "parallelism": [self.context.parallelism],
+                                     "base": [self._base], "size": [self._size],
+                                     "pending": [pending]},
                                     schema=_POSITION))
         return {"list/position": self._state.snapshot()}
 
@@ -175,21 +213,52 @@ class DatagenSource(Source):
         self._state.restore(state["list/position"])
         self._restored = self._state.rows.to_pylist()
 
-    def _resume(self) -> None:
-        """Take over this subtask's restored position, once the context says which
-        subtask this is. The rows are dealt to the subtasks in chunks by subtask index, so
-        positions saved at another parallelism describe another deal: such a restore
-        fails instead of losing or repeating rows."""
+    def _resume(self, size: int) -> bool:
+        """Take over the restored state, once the context says which subtask this is
+        (see the module docstring); ``size`` is the chunk size of a new deal. False when
+        there was nothing to restore."""
         if not self._restored:
-            return
+            return False
         rows, self._restored = self._restored, None
-        saved = {row["parallelism"] for row in rows}
-        if saved != {self.context.parallelism}:
-            raise ExecutionError(
-                f"a datagen source saved at parallelism {max(saved)} cannot be restored at "
-                f"parallelism {self.context.parallelism}: restore it at its parallelism")
-        mine = [row["position"] for row in rows if row["subtask"] == self.context.subtask_index]
-        self.position = mine[0] if mine else 0
+        subtask, parallelism = self.context.subtask_index, self.context.parallelism
+        dealt = max(row["size"] for row in rows) or size  # 0: no subtask had started
+        mine = next((row for row in rows if row["subtask"] == subtask), None)
+        if {row["parallelism"] for row in rows} == {parallelism} and mine is not None:
+            self._base, self._size = mine["base"], dealt
+            started = mine["size"] > 0
+            self.position = mine["position"] if started else self._base + subtask * dealt
+            self._pending = [(r["start"], r["end"]) for r in list(mine["pending"] or [])]
+            return True
+        ranges, furthest = remaining_rows(rows)
+        self._pending = ranges[subtask::parallelism]
+        self._base, self._size = furthest, size
+        self.position = furthest + subtask * size
+        return True
+
+
+def remaining_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int]], int]:
+    """The rows the subtasks of one snapshot (``_POSITION`` rows, one per subtask of a
+    deal) have not emitted yet: ``(ranges, furthest)`` -- every row from ``furthest`` on,
+    plus the row ranges ``[start, end)`` below it, sorted."""
+    ranges = [(r["start"], r["end"]) for row in rows for r in list(row["pending"] or [])]
+    by_subtask = {row["subtask"]: row for row in rows}
+    base, parallelism = rows[0]["base"], rows[0]["parallelism"]
+    size = max(row["size"] for row in rows)  # 0: no subtask had started
+    # a subtask that had not started stands at its first chunk
+    starts_at = {s: (row["position"] if row["size"] else base + s * size)
+                 for s, row in by_subtask.items()}
+    furthest = max(starts_at.values())
+    nearest = min(starts_at.values())
+    if size > 0:
+        # chunks between the nearest and the furthest position, each owned by one subtask:
+        # left to do when its owner had not reached it
+        chunks = np.arange((nearest - base) // size, (furthest - base) // size, dtype=np.int64)
+        owners = chunks % parallelism
+        positions = np.array([starts_at[o] for o in range(parallelism)], dtype=np.int64)
+        starts = base + chunks * size
+        todo = starts[starts >= positions[owners]]
+        ranges += [(int(s), int(s) + size) for s in todo]
+    return sorted(ranges), furthest
 
 
 def _option(options: dict[str, str], key: str) -> Any:
