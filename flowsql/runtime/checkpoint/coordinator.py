@@ -18,16 +18,27 @@ barrier any more -- and pending ones are dropped. When every task got there, the
 checkpoint is triggered (``final``): each task snapshots its final state at once, and its
 completion lets the two-phase-commit sinks commit their last files before the tasks end.
 A failed final checkpoint fails the job (its restart restores the latest checkpoint).
+
+A savepoint (``trigger_savepoint``) is a checkpoint of kind ``savepoint``, forced past the
+interval, the pause and the concurrency limit as in Flink, whose tasks write their files
+into a new savepoint directory (``savepoint_storage``) instead of the job's checkpoint
+directory: ``trigger_savepoint(checkpoint_id, timestamp_ms, directory)`` reaches every
+task, since a task without sources of its own must know where to write when the barrier
+reaches it. Its ``_metadata`` goes there too; checkpoint retention never deletes it. A
+savepoint taken to stop the job pauses periodic checkpoints: none may complete after it,
+or the sinks would commit rows the savepoint does not cover.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flowsql.errors import ExecutionError
 from flowsql.runtime.checkpoint.config import CheckpointSettings
 from flowsql.runtime.checkpoint.coordinator_state import (
     Aborted,
@@ -38,6 +49,8 @@ from flowsql.runtime.checkpoint.coordinator_state import (
     Triggered,
 )
 from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, SubtaskState
+from flowsql.runtime.checkpoint.savepoint_storage import KIND as SAVEPOINT
+from flowsql.runtime.checkpoint.savepoint_storage import SavepointStorage
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
 
 #: longest sleep of the trigger thread (it also expires overdue checkpoints)
@@ -75,10 +88,21 @@ class CheckpointCoordinator:
                  vertices: Sequence[JobVertex], *,
                  trigger: Callable[[int, int], None], complete: Callable[[int], None],
                  fail_job: Callable[[str], None], final: Callable[[int], None],
-                 tasks: int, next_checkpoint_id: int = 1) -> None:
+                 tasks: int, next_checkpoint_id: int = 1,
+                 trigger_savepoint: Callable[[int, int, str], None] | None = None) -> None:
         self.settings = settings
         self.storage = storage
         self._trigger = trigger
+        self._trigger_savepoint = trigger_savepoint
+        #: the directories of this coordinator's savepoints, by checkpoint id
+        self._savepoints: dict[int, SavepointStorage] = {}
+        self._completed_savepoints: set[int] = set()
+        #: the location of the last completed savepoint
+        self.last_savepoint: str | None = None
+        #: a stop-with-savepoint is under way: no periodic checkpoint is triggered
+        self._periodic_paused = False
+        #: the newest checkpoint whose completion the tasks were told of
+        self._notified: int | None = None
         self._complete = complete
         self._fail_job = fail_job
         self._final = final
@@ -163,17 +187,44 @@ class CheckpointCoordinator:
         self._trigger(result.checkpoint_id, result.timestamp_ms)
         return result.checkpoint_id
 
+    def trigger_savepoint(self, directory: str, stop: bool) -> tuple[int, str]:
+        """Start a savepoint into a new directory under ``directory`` at once; returns its
+        checkpoint id and location. ``stop``: the job ends after it, so periodic
+        checkpoints pause (``resume_periodic`` when the savepoint failed). Raises
+        ``ExecutionError`` when no checkpoint can complete any more (the job is ending)."""
+        if self._trigger_savepoint is None:
+            raise ExecutionError("this job cannot take savepoints")
+        with self._lock:
+            if self._finished_task or self._stopped.is_set():
+                raise ExecutionError("the job is ending (a task reached the end of its "
+                                     "input): no savepoint can be taken any more")
+            result = self._state.trigger(_now_ms(), kind=SAVEPOINT)
+            assert isinstance(result, Triggered)
+            storage = SavepointStorage.create(directory, self.storage.job_id)
+            self._savepoints[result.checkpoint_id] = storage
+            if stop:
+                self._periodic_paused = True
+        self._trigger_savepoint(result.checkpoint_id, result.timestamp_ms, storage.location)
+        return result.checkpoint_id, storage.location
+
+    def resume_periodic(self) -> None:
+        """Periodic checkpoints go on (a stop-with-savepoint failed)."""
+        with self._lock:
+            self._periodic_paused = False
+
     def wait_completed(self, checkpoint_id: int, timeout_s: float) -> bool:
-        """Block until checkpoint ``checkpoint_id`` completed (True), failed or the time
-        ran out (False)."""
+        """Block until checkpoint ``checkpoint_id`` completed and the tasks were told
+        (True), or failed or the time ran out (False)."""
         deadline = time.monotonic() + timeout_s
         with self._completed:
             while True:
-                done = self._state.last_completed_id
-                if done is not None and done >= checkpoint_id:
-                    return done == checkpoint_id or checkpoint_id not in self._state.pending_ids
                 if checkpoint_id not in self._state.pending_ids:
-                    return False
+                    done = self._state.last_completed_id
+                    if done is None or done < checkpoint_id:
+                        return False  # aborted
+                    if (self._notified or 0) >= checkpoint_id:
+                        return True
+                    # completed; the notice to the tasks is on its way
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -186,7 +237,7 @@ class CheckpointCoordinator:
                 if self._finished_task:
                     continue
                 expired = self._state.expire(now)
-                result = self._state.trigger(now)
+                result = None if self._periodic_paused else self._state.trigger(now)
             for abort in expired:
                 self._on_failed(abort)
             if isinstance(result, Triggered):
@@ -220,8 +271,9 @@ class CheckpointCoordinator:
             self._on_failed(aborted)
 
     def _finish(self, metadata: CheckpointMetadata) -> None:
+        savepoint = self._savepoints.get(metadata.checkpoint_id)
         try:
-            self.storage.commit(metadata)
+            (self.storage if savepoint is None else savepoint).commit(metadata)
         except Exception as error:
             with self._lock:
                 aborted = self._state.metadata_failed(metadata.checkpoint_id, str(error))
@@ -242,11 +294,18 @@ class CheckpointCoordinator:
                 metadata.completed_ms, metadata.size_bytes + sum(sizes.values()),
                 metadata.size_bytes + new_shared,
                 self._alignment.pop(metadata.checkpoint_id, 0),
-                f"{self.storage.job_path}/chk-{metadata.checkpoint_id}")
+                (f"{self.storage.job_path}/chk-{metadata.checkpoint_id}"
+                 if savepoint is None else savepoint.location))
             self.history = [*self.history[-(HISTORY - 1):], self.last_completed]
+            if savepoint is not None:
+                self._completed_savepoints.add(metadata.checkpoint_id)
+                self.last_savepoint = savepoint.location
             in_use = self._state.shared_files_in_use()
             self._completed.notify_all()
         self._complete(notice.checkpoint_id)
+        with self._completed:
+            self._notified = max(self._notified or 0, notice.checkpoint_id)
+            self._completed.notify_all()
         for abort in notice.subsumed:
             self._discard(abort)
         self.storage.apply_retention(self.settings.num_retained, in_use)
@@ -270,6 +329,13 @@ class CheckpointCoordinator:
 
     def _delete_late(self, checkpoint_id: int) -> None:
         """Files of a checkpoint that will never complete (never a completed one)."""
+        savepoint = self._savepoints.get(checkpoint_id)
+        if savepoint is not None:
+            if checkpoint_id not in self._completed_savepoints:
+                # on an error its owner deletes it: nothing else ever will
+                with contextlib.suppress(OSError):
+                    savepoint.discard_all()
+            return
         try:
             completed = {d.checkpoint_id for d in self.storage.list_checkpoints()
                          if d.completed}
@@ -292,6 +358,7 @@ class CheckpointCoordinator:
                                    if history else None),
             "average_uploaded_bytes": (sum(c.uploaded_bytes for c in history) / len(history)
                                        if history else None),
+            "last_savepoint": self.last_savepoint,
             "last_checkpoint": None if last is None else {
                 "id": last.checkpoint_id, "kind": last.kind,
                 "duration_ms": last.duration_ms, "size_bytes": last.size_bytes,

@@ -10,7 +10,9 @@ session.
 A job's status uses Flink's job status names: RUNNING, then one of FINISHED (its inputs
 ended), CANCELED or FAILED; RESTARTING while a run that recovers from failures waits to
 restart. :meth:`Job.info` is the record ``SHOW JOBS`` lists: identity, status, start time,
-restarts and the last completed checkpoint.
+restarts, the last completed checkpoint and the last savepoint. :meth:`Job.stop` ends a
+job as Flink's stop does: with ``savepoint=True`` after a savepoint (the job is then
+FINISHED), else as ``cancel``.
 
 A :class:`ChangelogStream` is what ``Result.stream()`` iterates for a SELECT in streaming
 mode: batches with an ``op`` column (``+I``, ``-U``, ``+U``, ``-D``, as in Flink's tableau
@@ -100,6 +102,8 @@ class JobInfo:
     checkpoints_completed: int
     #: checkpoints that were aborted or timed out since the job started
     checkpoints_failed: int
+    #: the location of the job's last completed savepoint, None before the first one
+    last_savepoint: str | None = None
 
 
 _ids = itertools.count(1)
@@ -124,7 +128,8 @@ class Job:
         try:
             for _ in self._run.batches():
                 pass
-            self._status = CANCELED if self._run.cancelled else FINISHED
+            stopped = getattr(self._run, "stopped_with_savepoint", None) is not None
+            self._status = CANCELED if self._run.cancelled and not stopped else FINISHED
         except FlowSQLError as exc:
             self._error, self._status = exc, FAILED
         except Exception as exc:  # a bug must still fail the job visibly, not kill a thread
@@ -150,7 +155,8 @@ class Job:
         return JobInfo(self.id, self.name, self._status_given(summary), self.start_time_ms,
                        restarts=int(summary["restarts"]), last_checkpoint=checkpoint,
                        checkpoints_completed=int(summary["checkpoints_completed"]),
-                       checkpoints_failed=int(summary["checkpoints_failed"]))
+                       checkpoints_failed=int(summary["checkpoints_failed"]),
+                       last_savepoint=summary.get("last_savepoint"))
 
     def checkpoint_summary(self) -> dict[str, Any] | None:
         """The run's checkpointing figures (None for a run that does not checkpoint):
@@ -171,6 +177,31 @@ class Job:
 
     def cancel(self) -> None:
         self._run.cancel()
+
+    def stop(self, savepoint: bool = False, directory: str | None = None,
+             timeout: float | None = 60.0) -> str | None:
+        """End the job. With ``savepoint``: take a savepoint into a new directory under
+        ``directory`` (default ``execution.checkpointing.savepoint-dir``), let the sinks
+        commit what it covers, end the job (FINISHED) and return the savepoint's location;
+        when the savepoint cannot be taken this raises and the job keeps running. Without:
+        as ``cancel`` (a final checkpoint when the job checkpoints). Waits up to
+        ``timeout`` seconds for the job to end."""
+        if not savepoint:
+            if directory is not None:
+                raise ExecutionError("a savepoint directory is given but no savepoint asked")
+            self.cancel()
+            self.join(timeout)
+            return None
+        stop = getattr(self._run, "stop_with_savepoint", None)
+        if stop is None:
+            raise ExecutionError(f"job {self.id} cannot take a savepoint: only a streaming "
+                                 "job can")
+        if self._status != RUNNING:
+            raise ExecutionError(f"job {self.id} is {self._status}: only a running job "
+                                 "can stop with a savepoint")
+        location: str = stop(directory)
+        self.join(timeout)
+        return location
 
     def wait(self, timeout: float | None = None) -> str:
         """Block until the job ends (or ``timeout`` seconds pass); a failed job raises its
