@@ -27,6 +27,11 @@ task, since a task without sources of its own must know where to write when the 
 reaches it. Its ``_metadata`` goes there too; checkpoint retention never deletes it. A
 savepoint taken to stop the job pauses periodic checkpoints: none may complete after it,
 or the sinks would commit rows the savepoint does not cover.
+
+A stop with drain (``drain``) tells the tasks to end their own sources (``end_sources``)
+as if their input ended; the job then ends as a bounded one does, and its final
+checkpoint is the savepoint when one is asked (``final_savepoint(checkpoint_id,
+directory)`` instead of ``final``).
 """
 
 from __future__ import annotations
@@ -89,7 +94,14 @@ class CheckpointCoordinator:
                  trigger: Callable[[int, int], None], complete: Callable[[int], None],
                  fail_job: Callable[[str], None], final: Callable[[int], None],
                  tasks: int, next_checkpoint_id: int = 1,
-                 trigger_savepoint: Callable[[int, int, str], None] | None = None) -> None:
+                 trigger_savepoint: Callable[[int, int, str], None] | None = None,
+                 end_sources: Callable[[], None] | None = None,
+                 final_savepoint: Callable[[int, str], None] | None = None) -> None:
+        self._end_sources = end_sources
+        self._final_savepoint = final_savepoint
+        #: the savepoint a stop with drain asked for, taken as the final checkpoint
+        self._drain_savepoint: SavepointStorage | None = None
+        self._draining = False
         self.settings = settings
         self.storage = storage
         self._trigger = trigger
@@ -164,14 +176,52 @@ class CheckpointCoordinator:
             if first:
                 self._finished_task = True  # no more periodic triggers
             final: int | None = None
+            savepoint = self._drain_savepoint
             if self._ended_tasks == self._tasks and not self._stopped.is_set():
-                result = self._state.trigger(_now_ms(), force=True)
+                result = self._state.trigger(
+                    _now_ms(), kind="checkpoint" if savepoint is None else SAVEPOINT,
+                    force=True)
                 assert isinstance(result, Triggered)
                 final = self.final_checkpoint_id = result.checkpoint_id
+                if savepoint is not None:
+                    self._savepoints[final] = savepoint
         for abort in aborted:
             self._discard(abort)
         if final is not None:
-            self._final(final)
+            if savepoint is not None and self._final_savepoint is not None:
+                self._final_savepoint(final, savepoint.location)
+            else:
+                self._final(final)
+
+    def drain(self, directory: str | None) -> str | None:
+        """Stop with drain: the tasks end their own sources as if their input ended; the
+        job's final checkpoint is then a savepoint into a new directory under
+        ``directory`` (its location is returned) or, without one, a checkpoint."""
+        if self._end_sources is None or self._final_savepoint is None:
+            raise ExecutionError("this job cannot be drained")
+        with self._lock:
+            if (self._stopped.is_set() or self.final_checkpoint_id is not None
+                    or self._draining):
+                raise ExecutionError("the job is ending already")
+            self._draining = True
+            if directory is not None:
+                self._drain_savepoint = SavepointStorage.create(directory,
+                                                                self.storage.job_id)
+        self._end_sources()
+        return None if self._drain_savepoint is None else self._drain_savepoint.location
+
+    def wait_final(self, timeout_s: float) -> bool:
+        """Block until the final checkpoint completed and the tasks were told (True), or
+        it failed, the coordinator stopped or the time ran out (False)."""
+        deadline = time.monotonic() + timeout_s
+        with self._completed:
+            while self.final_checkpoint_id is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopped.is_set():
+                    return False
+                self._completed.wait(min(remaining, _TICK_S))
+            final = self.final_checkpoint_id
+        return self.wait_completed(final, max(0.0, deadline - time.monotonic()))
 
     # -- triggering --------------------------------------------------------------------------
 

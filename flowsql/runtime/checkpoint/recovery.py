@@ -120,23 +120,9 @@ class RecoveringRun:
         ``execution.checkpointing.savepoint-dir``), let the sinks commit what it covers,
         then end the job; returns the savepoint's location. Raises, leaving the job
         running, when no savepoint can be taken or it fails."""
-        from flowsql.planner.config.settings import SettingValues
-
-        base = directory or SettingValues(self.settings).get(SAVEPOINT_DIR)
-        if not base:
-            raise ConfigError(f"no savepoint directory: set '{SAVEPOINT_DIR}' "
-                              "(state.savepoints.dir) or name one in the stop")
-        if self._cancelled.is_set():
-            raise ExecutionError("the job is stopping already")
-        coordinator = self.coordinator
-        if coordinator is None:
-            if self.checkpointing is None:
-                raise ExecutionError(
-                    "a savepoint needs checkpointing: set 'execution.checkpointing.interval' "
-                    "before the job starts")
-            raise ExecutionError("the job has no running attempt (it is restarting); "
-                                 "try again")
-        checkpoint_id, location = coordinator.trigger_savepoint(str(base), stop=True)
+        base = self._savepoint_base(directory)
+        coordinator = self._running_coordinator("a savepoint")
+        checkpoint_id, location = coordinator.trigger_savepoint(base, stop=True)
         if not coordinator.wait_completed(checkpoint_id, SAVEPOINT_TIMEOUT_S):
             coordinator.resume_periodic()
             raise ExecutionError(f"savepoint {checkpoint_id} did not complete (see the "
@@ -146,6 +132,43 @@ class RecoveringRun:
         self._stop_attempt()
         self._cancel_attempt()
         return location
+
+    def stop_with_drain(self, savepoint: bool, directory: str | None = None) -> str | None:
+        """Stop with drain (Flink's ``--drain``): the sources end as if their input ended,
+        so the final watermark fires every window, and the job ends as a bounded job does,
+        its final checkpoint being a savepoint (``savepoint``: location returned) that the
+        sinks commit. Waits until the job's final checkpoint completed."""
+        base = self._savepoint_base(directory) if savepoint else None
+        coordinator = self._running_coordinator("a stop with drain")
+        location = coordinator.drain(base)
+        if not coordinator.wait_final(SAVEPOINT_TIMEOUT_S):
+            raise ExecutionError("the drained job's final checkpoint did not complete "
+                                 "(see the job's checkpoint failures)")
+        if location is not None:
+            self._last_savepoint = location
+        return location
+
+    def _savepoint_base(self, directory: str | None) -> str:
+        from flowsql.planner.config.settings import SettingValues
+
+        base = directory or SettingValues(self.settings).get(SAVEPOINT_DIR)
+        if not base:
+            raise ConfigError(f"no savepoint directory: set '{SAVEPOINT_DIR}' "
+                              "(state.savepoints.dir) or name one in the stop")
+        return str(base)
+
+    def _running_coordinator(self, what: str) -> CheckpointCoordinator:
+        if self._cancelled.is_set():
+            raise ExecutionError("the job is stopping already")
+        coordinator = self.coordinator
+        if coordinator is None:
+            if self.checkpointing is None:
+                raise ExecutionError(
+                    f"{what} needs checkpointing: set 'execution.checkpointing.interval' "
+                    "before the job starts")
+            raise ExecutionError("the job has no running attempt (it is restarting); "
+                                 "try again")
+        return coordinator
 
     def checkpoint_summary(self) -> dict[str, Any] | None:
         """Restarts, whether the job is waiting to restart, and its last checkpoint."""
@@ -179,7 +202,8 @@ class RecoveringRun:
 
     def _new_coordinator(self, vertices: Any, trigger: Any, complete: Any,
                          fail_job: Any, final: Any, tasks: int,
-                         trigger_savepoint: Any = None) -> CheckpointCoordinator | None:
+                         trigger_savepoint: Any = None, end_sources: Any = None,
+                         final_savepoint: Any = None) -> CheckpointCoordinator | None:
         """The coordinator of one attempt (None when checkpointing is off); ids go on from
         the previous attempt's."""
         if self.checkpointing is None or self.storage is None:
@@ -187,7 +211,8 @@ class RecoveringRun:
         coordinator = CheckpointCoordinator(
             self.checkpointing, self.storage, vertices, trigger=trigger, complete=complete,
             fail_job=fail_job, final=final, tasks=tasks,
-            next_checkpoint_id=self._next_checkpoint_id, trigger_savepoint=trigger_savepoint)
+            next_checkpoint_id=self._next_checkpoint_id, trigger_savepoint=trigger_savepoint,
+            end_sources=end_sources, final_savepoint=final_savepoint)
         self.coordinator = coordinator
         return coordinator
 

@@ -22,9 +22,11 @@ sources; a savepoint's, with ``savepoint``: its directory, reaches every task, a
 barrier is of kind ``SAVEPOINT``: whichever task it reaches writes its snapshot there),
 ``complete`` (``notify_checkpoint_complete`` on every operator: a two-phase-commit
 sink publishes its files), ``stop`` (end the run; a stop follows the completion of the
-checkpoint a cancel takes, so the sink has committed everything before it), and, once
+checkpoint a cancel takes, so the sink has committed everything before it), ``drain``
+(end the task's own sources as if their input ended: a stop with drain), and, once
 every input of the task ended (``on_end_of_input``), ``final``: the job's last checkpoint,
-taken when every task of the job reached the end of its input.
+taken when every task of the job reached the end of its input (a savepoint, with
+``savepoint``, when the job is being stopped with drain and a savepoint).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class CheckpointedRun(Protocol):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
 
     def cancel(self) -> None: ...
+
+    def end_sources(self) -> None: ...
 
 
 class ChannelBlocking(Protocol):
@@ -170,6 +174,8 @@ class TaskCheckpointer:
             elif kind == "stop":
                 run.cancel()
                 return
+            elif kind == "drain":
+                run.end_sources()
 
     def _trigger(self, run: CheckpointedRun, command: dict[str, Any]) -> None:
         assert self.local_channel is not None
@@ -214,8 +220,13 @@ class TaskCheckpointer:
                 final = int(command["checkpoint"])
                 started = time.perf_counter()
                 tables = run.snapshot(final)
+                kind_of_final = BarrierKind.CHECKPOINT
+                if command.get("savepoint"):
+                    kind_of_final = BarrierKind.SAVEPOINT
+                    with self._savepoint_known:
+                        self._savepoint_dirs[final] = str(command["savepoint"])
                 self._writes.put((final, tables, 0, (time.perf_counter() - started) * 1000,
-                                  BarrierKind.CHECKPOINT))
+                                  kind_of_final))
             elif kind == "complete":
                 checkpoint_id = int(command["checkpoint"])
                 run.notify_checkpoint_complete(checkpoint_id)

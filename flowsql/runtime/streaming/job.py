@@ -179,27 +179,37 @@ class Job:
         self._run.cancel()
 
     def stop(self, savepoint: bool = False, directory: str | None = None,
-             timeout: float | None = 60.0) -> str | None:
-        """End the job. With ``savepoint``: take a savepoint into a new directory under
+             drain: bool = False, timeout: float | None = 60.0) -> str | None:
+        """End the job as Flink's stop does and return the savepoint's location (None
+        without one). ``savepoint``: take a savepoint into a new directory under
         ``directory`` (default ``execution.checkpointing.savepoint-dir``), let the sinks
-        commit what it covers, end the job (FINISHED) and return the savepoint's location;
-        when the savepoint cannot be taken this raises and the job keeps running. Without:
-        as ``cancel`` (a final checkpoint when the job checkpoints). Waits up to
-        ``timeout`` seconds for the job to end."""
-        if not savepoint:
-            if directory is not None:
-                raise ExecutionError("a savepoint directory is given but no savepoint asked")
+        commit what it covers, end the job (FINISHED); when the savepoint cannot be taken
+        this raises and the job keeps running. ``drain``: first end the sources as if
+        their input ended, so every window fires; the job then ends as a bounded job does
+        (its final checkpoint is the savepoint). Neither: as ``cancel`` (a final
+        checkpoint when the job checkpoints). Waits up to ``timeout`` seconds for the job
+        to end."""
+        if directory is not None and not savepoint:
+            raise ExecutionError("a savepoint directory is given but no savepoint asked")
+        if not savepoint and not drain:
             self.cancel()
             self.join(timeout)
             return None
-        stop = getattr(self._run, "stop_with_savepoint", None)
-        if stop is None:
-            raise ExecutionError(f"job {self.id} cannot take a savepoint: only a streaming "
-                                 "job can")
+        what = "take a savepoint" if savepoint else "be drained"
+        if isinstance(self._run, BoundedRun):
+            raise ExecutionError(f"job {self.id} cannot {what}: it runs in batch mode")
+        if not hasattr(self._run, "stop_with_savepoint"):
+            raise ExecutionError(f"job {self.id} cannot {what}: that needs checkpointing "
+                                 "(set 'execution.checkpointing.interval' before the job "
+                                 "starts)")
         if self._status != RUNNING:
             raise ExecutionError(f"job {self.id} is {self._status}: only a running job "
-                                 "can stop with a savepoint")
-        location: str = stop(directory)
+                                 "can be stopped")
+        if drain:
+            location: str | None = self._run.stop_with_drain(  # type: ignore[attr-defined]
+                savepoint, directory)
+        else:
+            location = self._run.stop_with_savepoint(directory)  # type: ignore[attr-defined]
         self.join(timeout)
         return location
 
