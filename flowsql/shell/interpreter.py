@@ -38,7 +38,8 @@ QUIT_WORDS = ("\\q", "quit", "exit")
 
 HELP_TEXT = """\
 Type SQL statements ended by ';' (Enter before the ';' continues the statement).
-INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status.
+INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status;
+STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN]; stops one (with a savepoint to start from).
 Meta-commands:
   \\?          show this help
   \\q          quit (also: quit, exit, Ctrl-D)
