@@ -175,23 +175,35 @@ class CheckpointCoordinator:
             aborted = (self._state.abort_all("the input of a task ended") if first else ())
             if first:
                 self._finished_task = True  # no more periodic triggers
-            final: int | None = None
-            savepoint = self._drain_savepoint
-            if self._ended_tasks == self._tasks and not self._stopped.is_set():
-                result = self._state.trigger(
-                    _now_ms(), kind="checkpoint" if savepoint is None else SAVEPOINT,
-                    force=True)
-                assert isinstance(result, Triggered)
-                final = self.final_checkpoint_id = result.checkpoint_id
-                if savepoint is not None:
-                    self._savepoints[final] = savepoint
+            final = self._final_due()
         for abort in aborted:
             self._discard(abort)
-        if final is not None:
-            if savepoint is not None and self._final_savepoint is not None:
-                self._final_savepoint(final, savepoint.location)
-            else:
-                self._final(final)
+        self._send_final(final)
+
+    def _final_due(self) -> int | None:
+        """Trigger the final checkpoint if every task reached the end of its input (under
+        the lock). Not while a stop-with-savepoint waits: a final checkpoint completing
+        after the savepoint would commit rows the savepoint does not cover."""
+        if (self._ended_tasks < self._tasks or self._stopped.is_set()
+                or self._periodic_paused or self.final_checkpoint_id is not None):
+            return None
+        savepoint = self._drain_savepoint
+        result = self._state.trigger(
+            _now_ms(), kind="checkpoint" if savepoint is None else SAVEPOINT, force=True)
+        assert isinstance(result, Triggered)
+        self.final_checkpoint_id = result.checkpoint_id
+        if savepoint is not None:
+            self._savepoints[result.checkpoint_id] = savepoint
+        return result.checkpoint_id
+
+    def _send_final(self, final: int | None) -> None:
+        if final is None:
+            return
+        savepoint = self._savepoints.get(final)
+        if savepoint is not None and self._final_savepoint is not None:
+            self._final_savepoint(final, savepoint.location)
+        else:
+            self._final(final)
 
     def drain(self, directory: str | None) -> str | None:
         """Stop with drain: the tasks end their own sources as if their input ended; the
@@ -245,7 +257,10 @@ class CheckpointCoordinator:
         if self._trigger_savepoint is None:
             raise ExecutionError("this job cannot take savepoints")
         with self._lock:
-            if self._finished_task or self._stopped.is_set():
+            if self._stopped.is_set():
+                raise ExecutionError("the job's run ended (it finished, failed or is "
+                                     "restarting): no savepoint can be taken now")
+            if self._finished_task:
                 raise ExecutionError("the job is ending (a task reached the end of its "
                                      "input): no savepoint can be taken any more")
             result = self._state.trigger(_now_ms(), kind=SAVEPOINT)
@@ -258,9 +273,12 @@ class CheckpointCoordinator:
         return result.checkpoint_id, storage.location
 
     def resume_periodic(self) -> None:
-        """Periodic checkpoints go on (a stop-with-savepoint failed)."""
+        """Periodic checkpoints go on (a stop-with-savepoint failed), and the final
+        checkpoint if every task reached the end of its input meanwhile."""
         with self._lock:
             self._periodic_paused = False
+            final = self._final_due()
+        self._send_final(final)
 
     def wait_completed(self, checkpoint_id: int, timeout_s: float) -> bool:
         """Block until checkpoint ``checkpoint_id`` completed and the tasks were told

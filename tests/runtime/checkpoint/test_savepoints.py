@@ -286,3 +286,17 @@ def test_a_task_without_sources_writes_the_savepoint_where_its_trigger_said(
     assert run.ended
     checkpointer.close()
     state.close()
+
+
+def test_no_final_checkpoint_while_a_stop_savepoint_waits(tmp_path: Path) -> None:
+    """A final checkpoint completing after the savepoint would commit rows it does not
+    cover; if the savepoint fails, the final checkpoint follows."""
+    events: list[tuple[Any, ...]] = []
+    coordinator = _coordinator(tmp_path, events)
+    checkpoint_id, _ = coordinator.trigger_savepoint(str(tmp_path / "sp"), stop=True)
+    coordinator.input_ended()  # aborts the savepoint: a task finished
+    assert not coordinator.wait_completed(checkpoint_id, 1)
+    assert not [e for e in events if e[0] == "final"]
+    coordinator.resume_periodic()
+    assert events[-1] == ("final", coordinator.final_checkpoint_id)
+    coordinator.stop()
