@@ -88,6 +88,7 @@ class TaskState:
         self.subtask = subtask
         self.storage = CheckpointStorage.from_uri(settings.directory, job_id)
         self._backends: dict[str, Any] = {}
+        self._savepoints: dict[str, SavepointStorage] = {}
 
     def persist(self, checkpoint_id: int, operator_id: str, tables: Mapping[str, pa.Table],
                 savepoint_dir: str | None = None) -> SubtaskState:
@@ -99,7 +100,10 @@ class TaskState:
         if savepoint_dir is not None:
             from flowsql.runtime.checkpoint.backends.hashmap import HashMapSnapshotBackend
 
-            storage = SavepointStorage.at(savepoint_dir, self.storage.job_id)
+            storage = self._savepoints.get(savepoint_dir)
+            if storage is None:  # one per savepoint: a URI resolves to a new file system
+                storage = self._savepoints[savepoint_dir] = SavepointStorage.at(
+                    savepoint_dir, self.storage.job_id)
             return HashMapSnapshotBackend(storage, operator_id, self.subtask).write(
                 checkpoint_id, tables)
         backend = self._backends.get(operator_id)

@@ -300,3 +300,19 @@ def test_no_final_checkpoint_while_a_stop_savepoint_waits(tmp_path: Path) -> Non
     coordinator.resume_periodic()
     assert events[-1] == ("final", coordinator.final_checkpoint_id)
     coordinator.stop()
+
+
+def test_a_savepoint_on_s3_restores_from_its_uri(s3_filesystem: Any, s3_endpoint: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _, bucket = s3_filesystem
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")  # the local moto server's
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    query = f"?endpoint_override={s3_endpoint}&scheme=http&region=us-east-1"
+    storage = SavepointStorage.create(f"s3://{bucket}/savepoints{query}", "job-1")
+    assert storage.location.startswith(f"s3://{bucket}/savepoints/savepoint-")
+    assert storage.location.endswith(query)
+    files = storage.write_state(4, "stage-0/1", 0, TABLES)
+    storage.commit(CheckpointMetadata("job-1", 4, 1000, 1100, (
+        OperatorState("stage-0/1", 1, 128, (SubtaskState(0, files),)),), "savepoint"))
+    restored = restore_states(RestoreSource(storage.location), ["stage-0/1"], 0, 1)
+    assert restored["stage-0/1"]["keyed/totals"].equals(TABLES["keyed/totals"])
