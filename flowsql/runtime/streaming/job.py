@@ -48,7 +48,8 @@ class Run(Protocol):
     A run that checkpoints and recovers also offers ``checkpoint_summary() -> dict | None``
     (keys: ``restarts``, ``restarting``, ``last_checkpoint``, ``checkpoints_completed``,
     ``checkpoints_failed``; ``last_checkpoint`` is None or a dict with ``id``,
-    ``duration_ms``, ``size_bytes``, ``alignment_ms``, ``completed_ms``). It is optional:
+    ``duration_ms``, ``size_bytes``, ``alignment_ms``, ``completed_ms``; ``last_savepoint``
+    is None or the location of the last savepoint). It is optional:
     a job asks for it with ``getattr`` and reads a missing method or None as "no restarts,
     no checkpoints"."""
 
@@ -162,8 +163,8 @@ class Job:
         """The run's checkpointing figures (None for a run that does not checkpoint):
         ``restarts``, ``restarting``, ``checkpoints_completed``, ``checkpoints_failed``,
         ``last_checkpoint`` (id, kind, duration_ms, size_bytes, alignment_ms,
-        completed_ms, path), ``average_duration_ms``, ``average_size_bytes``, the job's
-        checkpoint ``job_id`` and ``checkpoint_dir``."""
+        completed_ms, path), ``last_savepoint``, ``average_duration_ms``,
+        ``average_size_bytes``, the job's checkpoint ``job_id`` and ``checkpoint_dir``."""
         summarize = getattr(self._run, "checkpoint_summary", None)
         return None if summarize is None else summarize()
 
