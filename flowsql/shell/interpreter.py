@@ -38,7 +38,8 @@ QUIT_WORDS = ("\\q", "quit", "exit")
 
 HELP_TEXT = """\
 Type SQL statements ended by ';' (Enter before the ';' continues the statement).
-INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status.
+INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status;
+STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN]; stops one (with a savepoint to start from).
 Meta-commands:
   \\?          show this help
   \\q          quit (also: quit, exit, Ctrl-D)
@@ -125,7 +126,9 @@ class Interpreter:
         table = result.table
         shown = table.num_rows if self.max_rows is None else min(table.num_rows, self.max_rows)
         body = render_table(table, self.max_rows, footer=False)
-        return f"{body}\n{row_count_footer(table.num_rows, shown, seconds)}\n"
+        # a message beside the table says in full what a cell may cut (a savepoint's path)
+        note = f"{result.message}\n" if result.message else ""
+        return f"{body}\n{row_count_footer(table.num_rows, shown, seconds)}\n{note}"
 
     # --- meta-commands ----------------------------------------------------------------
 

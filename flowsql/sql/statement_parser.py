@@ -109,6 +109,17 @@ class ShowJobsStatement(Statement):
 
 
 @dataclass(frozen=True)
+class StopJobStatement(Statement):
+    """``STOP JOB '<id>' [WITH SAVEPOINT ['<dir>']] [WITH DRAIN]`` (Flink SQL; the savepoint
+    directory is an addition, by default ``execution.checkpointing.savepoint-dir``)."""
+
+    job_id: str = ""
+    savepoint: bool = False
+    directory: str | None = None
+    drain: bool = False
+
+
+@dataclass(frozen=True)
 class DescribeStatement(Statement):
     name: str = ""
 
@@ -215,8 +226,7 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         if shown is not None:
             return shown
     if head == "STOP" and words[1:2] == ["JOB"]:
-        raise SqlSyntaxError("STOP JOB is not supported yet; SHOW JOBS lists the jobs",
-                             *text_position(text, start), text)
+        return _stop_job(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
         name = "".join(t.text for t in tokens[1:]).strip('"`')
         return DescribeStatement(text, start, end, name=name)
@@ -258,6 +268,46 @@ def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         raise SqlSyntaxError("SHOW JOBS takes no arguments",
                              *text_position(text, rest[1].start), text)
     return None
+
+
+_STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"
+
+
+def _stop_job(text: str, start: int, end: int, tokens: list[Token]) -> StopJobStatement:
+    """``STOP JOB`` (see ``StopJobStatement``); an error points at the first token that
+    does not fit, or just after the statement when something is missing."""
+    def error(message: str, at: int) -> SqlSyntaxError:
+        return SqlSyntaxError(f"{message}: {_STOP_JOB_FORM}", *text_position(text, at), text)
+
+    def word(index: int) -> str | None:
+        token = tokens[index] if index < len(tokens) else None
+        if token is None or token.token_type == TokenType.STRING:
+            return None
+        return token.text.upper()
+
+    def at(index: int) -> int:
+        return tokens[index].start if index < len(tokens) else tokens[-1].end + 1
+
+    if len(tokens) < 3 or tokens[2].token_type != TokenType.STRING:
+        raise error("STOP JOB needs the job id as a string", at(2))
+    job_id = tokens[2].text
+    index, savepoint, directory, drain = 3, False, None, False
+    if word(index) == "WITH" and word(index + 1) == "SAVEPOINT":
+        savepoint, index = True, index + 2
+        if index < len(tokens) and tokens[index].token_type == TokenType.STRING:
+            directory, index = tokens[index].text, index + 1
+            if not directory:
+                raise error("the savepoint directory is empty", tokens[index - 1].start)
+    if word(index) == "WITH" and word(index + 1) == "DRAIN":
+        drain, index = True, index + 2
+    if index < len(tokens):
+        expected = ("WITH DRAIN" if savepoint else "WITH SAVEPOINT or WITH DRAIN")
+        if word(index) == "WITH" and word(index + 1) == "SAVEPOINT" and drain:
+            raise error("WITH SAVEPOINT comes before WITH DRAIN", at(index))
+        raise error(f"expected {expected} or the end of the statement" if not drain
+                    else "expected the end of the statement", at(index))
+    return StopJobStatement(text, start, end, job_id=job_id, savepoint=savepoint,
+                            directory=directory, drain=drain)
 
 
 def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement:

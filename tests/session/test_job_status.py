@@ -142,4 +142,5 @@ def test_show_jobs_shows_restarting_and_the_last_checkpoint(run: SummarizingRun)
             "job id": str(job.id), "job name": "INSERT INTO t", "status": "RESTARTING",
             "start time": datetime.fromtimestamp(job.start_time_ms / 1000, UTC),
             "restarts": 2, "last checkpoint id": 7,
-            "last checkpoint time": datetime(2023, 11, 14, 22, 13, 20, 250000, UTC)}]
+            "last checkpoint time": datetime(2023, 11, 14, 22, 13, 20, 250000, UTC),
+            "last savepoint": None}]

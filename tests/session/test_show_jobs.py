@@ -26,6 +26,7 @@ SHOW_JOBS_COLUMNS = [
     ("restarts", pa.int64(), False),
     ("last checkpoint id", pa.int64(), True),
     ("last checkpoint time", INSTANT, True),
+    ("last savepoint", pa.string(), True),
 ]
 
 
@@ -57,7 +58,8 @@ def row(job: Job, status: str) -> dict[str, Any]:
     checkpoint)."""
     return {"job id": str(job.id), "job name": job.name, "status": status,
             "start time": datetime.fromtimestamp(job.start_time_ms / 1000, UTC),
-            "restarts": 0, "last checkpoint id": None, "last checkpoint time": None}
+            "restarts": 0, "last checkpoint id": None, "last checkpoint time": None,
+            "last savepoint": None}
 
 
 def submit(session: flowsql.Session, sql: str) -> Job:

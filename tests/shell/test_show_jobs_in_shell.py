@@ -36,8 +36,8 @@ def test_show_jobs_prints_the_job_an_insert_started() -> None:
     start_time = f"{started:%Y-%m-%d %H:%M:%S}.{job.start_time_ms % 1000:03d}Z"
     assert re.fullmatch(
         r"job id \| job name +\| status +\| start time +\| restarts \| last checkpoint id "
-        r"\| last checkpoint time\n"
+        r"\| last checkpoint time \| last savepoint\n"
         r"[-+]+\n"
         rf"{job.id} +\| INSERT INTO b \| FINISHED \| {re.escape(start_time)} "
-        r"\| +0 \| +NULL \| NULL\n"
+        r"\| +0 \| +NULL \| NULL +\| NULL\n"
         r"1 row in \d+\.\d\d s\n\n", out.getvalue()), out.getvalue()

@@ -129,12 +129,16 @@ SETTINGS: tuple[Option, ...] = (
            "Local directory for the RocksDB instances of the rocksdb state backend (unset: "
            "the system's temporary directory)."),
     Option("execution.savepoint.path", STRING, None,
-           "A completed checkpoint or savepoint directory (.../chk-N) the next streaming "
-           "INSERT restores its state and source positions from."),
+           "A completed checkpoint (<checkpoint dir>/<job id>/chk-N) or savepoint directory "
+           "the next streaming INSERT restores its state and source positions from."),
     Option("execution.savepoint.ignore-unclaimed-state", BOOLEAN, "false",
            "Start from a savepoint even when it holds state the query no longer has (that "
            "state is dropped); without it such a start is refused with the list of states.",
            aliases=("execution.savepoint.allow-non-restored-state",)),
+    Option("execution.checkpointing.savepoint-dir", STRING, None,
+           "Where STOP JOB ... WITH SAVEPOINT and job.stop(savepoint=True) write savepoints: "
+           "a local path, file:// or s3:// URI.",
+           aliases=("state.savepoints.dir",)),
     Option("restart-strategy.type", STRING, None,
            "What a failed streaming job does: none, fixed-delay or exponential-delay (unset: "
            "none without checkpointing, fixed-delay with it).",

@@ -18,16 +18,32 @@ barrier any more -- and pending ones are dropped. When every task got there, the
 checkpoint is triggered (``final``): each task snapshots its final state at once, and its
 completion lets the two-phase-commit sinks commit their last files before the tasks end.
 A failed final checkpoint fails the job (its restart restores the latest checkpoint).
+
+A savepoint (``trigger_savepoint``) is a checkpoint of kind ``savepoint``, forced past the
+interval, the pause and the concurrency limit as in Flink, whose tasks write their files
+into a new savepoint directory (``savepoint_storage``) instead of the job's checkpoint
+directory: ``trigger_savepoint(checkpoint_id, timestamp_ms, directory)`` reaches every
+task, since a task without sources of its own must know where to write when the barrier
+reaches it. Its ``_metadata`` goes there too; checkpoint retention never deletes it. A
+savepoint taken to stop the job pauses periodic checkpoints: none may complete after it,
+or the sinks would commit rows the savepoint does not cover.
+
+A stop with drain (``drain``) tells the tasks to end their own sources (``end_sources``)
+as if their input ended; the job then ends as a bounded one does, and its final
+checkpoint is the savepoint when one is asked (``final_savepoint(checkpoint_id,
+directory)`` instead of ``final``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flowsql.errors import ExecutionError
 from flowsql.runtime.checkpoint.config import CheckpointSettings
 from flowsql.runtime.checkpoint.coordinator_state import (
     Aborted,
@@ -38,6 +54,8 @@ from flowsql.runtime.checkpoint.coordinator_state import (
     Triggered,
 )
 from flowsql.runtime.checkpoint.metadata import CheckpointMetadata, SubtaskState
+from flowsql.runtime.checkpoint.savepoint_storage import KIND as SAVEPOINT
+from flowsql.runtime.checkpoint.savepoint_storage import SavepointStorage
 from flowsql.runtime.checkpoint.storage import CheckpointStorage
 
 #: longest sleep of the trigger thread (it also expires overdue checkpoints)
@@ -75,10 +93,28 @@ class CheckpointCoordinator:
                  vertices: Sequence[JobVertex], *,
                  trigger: Callable[[int, int], None], complete: Callable[[int], None],
                  fail_job: Callable[[str], None], final: Callable[[int], None],
-                 tasks: int, next_checkpoint_id: int = 1) -> None:
+                 tasks: int, next_checkpoint_id: int = 1,
+                 trigger_savepoint: Callable[[int, int, str], None] | None = None,
+                 end_sources: Callable[[], None] | None = None,
+                 final_savepoint: Callable[[int, str], None] | None = None) -> None:
+        self._end_sources = end_sources
+        self._final_savepoint = final_savepoint
+        #: the savepoint a stop with drain asked for, taken as the final checkpoint
+        self._drain_savepoint: SavepointStorage | None = None
+        self._draining = False
         self.settings = settings
         self.storage = storage
         self._trigger = trigger
+        self._trigger_savepoint = trigger_savepoint
+        #: the directories of this coordinator's savepoints, by checkpoint id
+        self._savepoints: dict[int, SavepointStorage] = {}
+        self._completed_savepoints: set[int] = set()
+        #: the location of the last completed savepoint
+        self.last_savepoint: str | None = None
+        #: a stop-with-savepoint is under way: no periodic checkpoint is triggered
+        self._periodic_paused = False
+        #: the newest checkpoint whose completion the tasks were told of
+        self._notified: int | None = None
         self._complete = complete
         self._fail_job = fail_job
         self._final = final
@@ -139,15 +175,65 @@ class CheckpointCoordinator:
             aborted = (self._state.abort_all("the input of a task ended") if first else ())
             if first:
                 self._finished_task = True  # no more periodic triggers
-            final: int | None = None
-            if self._ended_tasks == self._tasks and not self._stopped.is_set():
-                result = self._state.trigger(_now_ms(), force=True)
-                assert isinstance(result, Triggered)
-                final = self.final_checkpoint_id = result.checkpoint_id
+            final = self._final_due()
         for abort in aborted:
             self._discard(abort)
-        if final is not None:
+        self._send_final(final)
+
+    def _final_due(self) -> int | None:
+        """Trigger the final checkpoint if every task reached the end of its input (under
+        the lock). Not while a stop-with-savepoint waits: a final checkpoint completing
+        after the savepoint would commit rows the savepoint does not cover."""
+        if (self._ended_tasks < self._tasks or self._stopped.is_set()
+                or self._periodic_paused or self.final_checkpoint_id is not None):
+            return None
+        savepoint = self._drain_savepoint
+        result = self._state.trigger(
+            _now_ms(), kind="checkpoint" if savepoint is None else SAVEPOINT, force=True)
+        assert isinstance(result, Triggered)
+        self.final_checkpoint_id = result.checkpoint_id
+        if savepoint is not None:
+            self._savepoints[result.checkpoint_id] = savepoint
+        return result.checkpoint_id
+
+    def _send_final(self, final: int | None) -> None:
+        if final is None:
+            return
+        savepoint = self._savepoints.get(final)
+        if savepoint is not None and self._final_savepoint is not None:
+            self._final_savepoint(final, savepoint.location)
+        else:
             self._final(final)
+
+    def drain(self, directory: str | None) -> str | None:
+        """Stop with drain: the tasks end their own sources as if their input ended; the
+        job's final checkpoint is then a savepoint into a new directory under
+        ``directory`` (its location is returned) or, without one, a checkpoint."""
+        if self._end_sources is None or self._final_savepoint is None:
+            raise ExecutionError("this job cannot be drained")
+        with self._lock:
+            if (self._stopped.is_set() or self.final_checkpoint_id is not None
+                    or self._draining):
+                raise ExecutionError("the job is ending already")
+            self._draining = True
+            if directory is not None:
+                self._drain_savepoint = SavepointStorage.create(directory,
+                                                                self.storage.job_id)
+        self._end_sources()
+        return None if self._drain_savepoint is None else self._drain_savepoint.location
+
+    def wait_final(self, timeout_s: float) -> bool:
+        """Block until the final checkpoint completed and the tasks were told (True), or
+        it failed, the coordinator stopped or the time ran out (False)."""
+        deadline = time.monotonic() + timeout_s
+        with self._completed:
+            while self.final_checkpoint_id is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopped.is_set():
+                    return False
+                self._completed.wait(min(remaining, _TICK_S))
+            final = self.final_checkpoint_id
+        return self.wait_completed(final, max(0.0, deadline - time.monotonic()))
 
     # -- triggering --------------------------------------------------------------------------
 
@@ -163,17 +249,50 @@ class CheckpointCoordinator:
         self._trigger(result.checkpoint_id, result.timestamp_ms)
         return result.checkpoint_id
 
+    def trigger_savepoint(self, directory: str, stop: bool) -> tuple[int, str]:
+        """Start a savepoint into a new directory under ``directory`` at once; returns its
+        checkpoint id and location. ``stop``: the job ends after it, so periodic
+        checkpoints pause (``resume_periodic`` when the savepoint failed). Raises
+        ``ExecutionError`` when no checkpoint can complete any more (the job is ending)."""
+        if self._trigger_savepoint is None:
+            raise ExecutionError("this job cannot take savepoints")
+        with self._lock:
+            if self._stopped.is_set():
+                raise ExecutionError("the job's run ended (it finished, failed or is "
+                                     "restarting): no savepoint can be taken now")
+            if self._finished_task:
+                raise ExecutionError("the job is ending (a task reached the end of its "
+                                     "input): no savepoint can be taken any more")
+            result = self._state.trigger(_now_ms(), kind=SAVEPOINT)
+            assert isinstance(result, Triggered)
+            storage = SavepointStorage.create(directory, self.storage.job_id)
+            self._savepoints[result.checkpoint_id] = storage
+            if stop:
+                self._periodic_paused = True
+        self._trigger_savepoint(result.checkpoint_id, result.timestamp_ms, storage.location)
+        return result.checkpoint_id, storage.location
+
+    def resume_periodic(self) -> None:
+        """Periodic checkpoints go on (a stop-with-savepoint failed), and the final
+        checkpoint if every task reached the end of its input meanwhile."""
+        with self._lock:
+            self._periodic_paused = False
+            final = self._final_due()
+        self._send_final(final)
+
     def wait_completed(self, checkpoint_id: int, timeout_s: float) -> bool:
-        """Block until checkpoint ``checkpoint_id`` completed (True), failed or the time
-        ran out (False)."""
+        """Block until checkpoint ``checkpoint_id`` completed and the tasks were told
+        (True), or failed or the time ran out (False)."""
         deadline = time.monotonic() + timeout_s
         with self._completed:
             while True:
-                done = self._state.last_completed_id
-                if done is not None and done >= checkpoint_id:
-                    return done == checkpoint_id or checkpoint_id not in self._state.pending_ids
                 if checkpoint_id not in self._state.pending_ids:
-                    return False
+                    done = self._state.last_completed_id
+                    if done is None or done < checkpoint_id:
+                        return False  # aborted
+                    if (self._notified or 0) >= checkpoint_id:
+                        return True
+                    # completed; the notice to the tasks is on its way
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -186,7 +305,7 @@ class CheckpointCoordinator:
                 if self._finished_task:
                     continue
                 expired = self._state.expire(now)
-                result = self._state.trigger(now)
+                result = None if self._periodic_paused else self._state.trigger(now)
             for abort in expired:
                 self._on_failed(abort)
             if isinstance(result, Triggered):
@@ -220,8 +339,9 @@ class CheckpointCoordinator:
             self._on_failed(aborted)
 
     def _finish(self, metadata: CheckpointMetadata) -> None:
+        savepoint = self._savepoints.get(metadata.checkpoint_id)
         try:
-            self.storage.commit(metadata)
+            (self.storage if savepoint is None else savepoint).commit(metadata)
         except Exception as error:
             with self._lock:
                 aborted = self._state.metadata_failed(metadata.checkpoint_id, str(error))
@@ -242,11 +362,18 @@ class CheckpointCoordinator:
                 metadata.completed_ms, metadata.size_bytes + sum(sizes.values()),
                 metadata.size_bytes + new_shared,
                 self._alignment.pop(metadata.checkpoint_id, 0),
-                f"{self.storage.job_path}/chk-{metadata.checkpoint_id}")
+                (f"{self.storage.job_path}/chk-{metadata.checkpoint_id}"
+                 if savepoint is None else savepoint.location))
             self.history = [*self.history[-(HISTORY - 1):], self.last_completed]
+            if savepoint is not None:
+                self._completed_savepoints.add(metadata.checkpoint_id)
+                self.last_savepoint = savepoint.location
             in_use = self._state.shared_files_in_use()
             self._completed.notify_all()
         self._complete(notice.checkpoint_id)
+        with self._completed:
+            self._notified = max(self._notified or 0, notice.checkpoint_id)
+            self._completed.notify_all()
         for abort in notice.subsumed:
             self._discard(abort)
         self.storage.apply_retention(self.settings.num_retained, in_use)
@@ -270,6 +397,13 @@ class CheckpointCoordinator:
 
     def _delete_late(self, checkpoint_id: int) -> None:
         """Files of a checkpoint that will never complete (never a completed one)."""
+        savepoint = self._savepoints.get(checkpoint_id)
+        if savepoint is not None:
+            if checkpoint_id not in self._completed_savepoints:
+                # on an error its owner deletes it: nothing else ever will
+                with contextlib.suppress(OSError):
+                    savepoint.discard_all()
+            return
         try:
             completed = {d.checkpoint_id for d in self.storage.list_checkpoints()
                          if d.completed}
@@ -292,6 +426,7 @@ class CheckpointCoordinator:
                                    if history else None),
             "average_uploaded_bytes": (sum(c.uploaded_bytes for c in history) / len(history)
                                        if history else None),
+            "last_savepoint": self.last_savepoint,
             "last_checkpoint": None if last is None else {
                 "id": last.checkpoint_id, "kind": last.kind,
                 "duration_ms": last.duration_ms, "size_bytes": last.size_bytes,

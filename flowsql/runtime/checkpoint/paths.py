@@ -9,6 +9,12 @@ The layout under a checkpoint directory ``<dir>`` (a local path or the path part
     <dir>/<job id>/shared/<file>                                       files several
                                                                        checkpoints reference
 
+A savepoint lives elsewhere, under the savepoint directory ``<savepoints>``, and holds
+everything it needs (no ``shared`` files)::
+
+    <savepoints>/savepoint-<short job id>-<random>/_metadata
+    <savepoints>/savepoint-<short job id>-<random>/<operator id>/<subtask>/<state name>.arrow
+
 Contract:
 
 * every path is built here and nowhere else, from values only (no I/O);
@@ -17,6 +23,7 @@ Contract:
   and a name such as ``keyed/counts`` or ``..`` never escapes its directory;
 * the ``_metadata`` document records state files *relative to the job directory*
   (``chk-<n>/...`` or ``shared/...``), so a job directory can be copied or moved as a whole;
+  a savepoint's are relative to the savepoint's own directory, so it can be moved alone;
 * a ``chk-<n>`` directory is a *completed* checkpoint exactly when it holds a file named
   ``_metadata``: the metadata is written last, so its presence means every file it names
   was written before (``parse_listing``).
@@ -32,6 +39,9 @@ METADATA_FILE = "_metadata"
 SHARED_DIR = "shared"
 STATE_SUFFIX = ".arrow"
 CHECKPOINT_PREFIX = "chk-"
+SAVEPOINT_PREFIX = "savepoint-"
+#: characters of the job id a savepoint's directory name carries (Flink's carries six)
+SHORT_JOB_ID = 6
 # canonical decimal only: "chk-03" would alias "chk-3", so it is not a checkpoint directory
 _CHECKPOINT_NAME = re.compile(r"chk-(0|[1-9][0-9]*)")
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -108,6 +118,28 @@ def metadata_file(checkpoint_id: int) -> str:
 def shared_file(name: str) -> str:
     """A file in the shared directory, relative to the job directory."""
     return f"{SHARED_DIR}/{file_safe(name)}"
+
+
+def savepoint_dir_name(job_id: str, random_hex: str) -> str:
+    """``savepoint-<short job id>-<random>``: the short job id is the end of the file-safe
+    job id (its random part), so savepoints of one job sort together."""
+    if not random_hex:
+        raise ValueError("a savepoint directory name needs a random part")
+    return f"{SAVEPOINT_PREFIX}{file_safe(job_id)[-SHORT_JOB_ID:]}-{file_safe(random_hex)}"
+
+
+def savepoint_state_file(operator_id: str, subtask: int, state_name: str) -> str:
+    """The state file of one state of one subtask, relative to the savepoint directory."""
+    if subtask < 0:
+        raise ValueError(f"subtask indexes are not negative, got {subtask}")
+    return "/".join((file_safe(operator_id), str(subtask), file_safe(state_name) + STATE_SUFFIX))
+
+
+def parent(path: str) -> tuple[str, str]:
+    """``path`` (``/`` separators, no trailing ``/``) split into its directory and its last
+    name; ``/a`` gives ``("/", "a")``."""
+    head, _, name = path.rstrip("/").rpartition("/")
+    return head or "/", name
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,10 @@ checkpoint of this job (or, when none completed yet, from where the job started:
 Every attempt of the job writes its checkpoints under the same job id, and numbers them
 on from the previous attempt, so the latest completed checkpoint is simply the highest id.
 ``cancel`` stops the job with a final checkpoint when checkpointing is on: the sinks commit
-what the checkpoint covers and nothing is left half-written.
+what the checkpoint covers and nothing is left half-written. ``stop_with_savepoint`` stops
+it the same way after a savepoint (Flink's stop-with-savepoint): the job then counts as
+FINISHED, and a new job started with ``execution.savepoint.path`` = the savepoint goes on
+from there. A savepoint that fails leaves the job running, as in Flink.
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from flowsql.errors import ExecutionError, FlowSQLError
-from flowsql.runtime.checkpoint import paths
+from flowsql.errors import ConfigError, ExecutionError, FlowSQLError
 from flowsql.runtime.checkpoint.config import CheckpointSettings, restart_strategy
 from flowsql.runtime.checkpoint.coordinator import CheckpointCoordinator
 from flowsql.runtime.checkpoint.restart import decide
@@ -37,6 +39,9 @@ from flowsql.runtime.checkpoint.task_state import RestoreSource
 
 #: how long ``cancel`` waits for the final checkpoint before it cancels without one
 FINAL_CHECKPOINT_TIMEOUT_S = 60.0
+#: how long a stop-with-savepoint waits for the savepoint before it gives up (job running)
+SAVEPOINT_TIMEOUT_S = 120.0
+SAVEPOINT_DIR = "execution.checkpointing.savepoint-dir"
 
 
 class RecoveringRun:
@@ -56,6 +61,9 @@ class RecoveringRun:
         self.restarting = False
         self._cancelled = threading.Event()
         self._next_checkpoint_id = 1
+        #: the savepoint the job was stopped with (it then ends FINISHED)
+        self.stopped_with_savepoint: str | None = None
+        self._last_savepoint: str | None = None
 
     # -- the Run protocol --------------------------------------------------------------------
 
@@ -107,6 +115,61 @@ class RecoveringRun:
                 self._stop_attempt()
         self._cancel_attempt()
 
+    def stop_with_savepoint(self, directory: str | None = None) -> str:
+        """Take a savepoint into a new directory under ``directory`` (default
+        ``execution.checkpointing.savepoint-dir``), let the sinks commit what it covers,
+        then end the job; returns the savepoint's location. Raises, leaving the job
+        running, when no savepoint can be taken or it fails."""
+        base = self._savepoint_base(directory)
+        coordinator = self._running_coordinator("a savepoint")
+        checkpoint_id, location = coordinator.trigger_savepoint(base, stop=True)
+        if not coordinator.wait_completed(checkpoint_id, SAVEPOINT_TIMEOUT_S):
+            coordinator.resume_periodic()
+            raise ExecutionError(f"savepoint {checkpoint_id} did not complete (see the "
+                                 "job's checkpoint failures); the job keeps running")
+        self.stopped_with_savepoint = self._last_savepoint = location
+        self._cancelled.set()
+        self._stop_attempt()
+        self._cancel_attempt()
+        return location
+
+    def stop_with_drain(self, savepoint: bool, directory: str | None = None) -> str | None:
+        """Stop with drain (Flink's ``--drain``): the sources end as if their input ended,
+        so the final watermark fires every window, and the job ends as a bounded job does,
+        its final checkpoint being a savepoint (``savepoint``: location returned) that the
+        sinks commit. Waits until the job's final checkpoint completed."""
+        base = self._savepoint_base(directory) if savepoint else None
+        coordinator = self._running_coordinator("a stop with drain")
+        location = coordinator.drain(base)
+        if not coordinator.wait_final(SAVEPOINT_TIMEOUT_S):
+            raise ExecutionError("the drained job's final checkpoint did not complete "
+                                 "(see the job's checkpoint failures)")
+        if location is not None:
+            self._last_savepoint = location
+        return location
+
+    def _savepoint_base(self, directory: str | None) -> str:
+        from flowsql.planner.config.settings import SettingValues
+
+        base = directory or SettingValues(self.settings).get(SAVEPOINT_DIR)
+        if not base:
+            raise ConfigError(f"no savepoint directory: set '{SAVEPOINT_DIR}' "
+                              "(state.savepoints.dir) or name one in the stop")
+        return str(base)
+
+    def _running_coordinator(self, what: str) -> CheckpointCoordinator:
+        if self._cancelled.is_set():
+            raise ExecutionError("the job is stopping already")
+        coordinator = self.coordinator
+        if coordinator is None:
+            if self.checkpointing is None:
+                raise ExecutionError(
+                    f"{what} needs checkpointing: set 'execution.checkpointing.interval' "
+                    "before the job starts")
+            raise ExecutionError("the job has no running attempt (it is restarting); "
+                                 "try again")
+        return coordinator
+
     def checkpoint_summary(self) -> dict[str, Any] | None:
         """Restarts, whether the job is waiting to restart, and its last checkpoint."""
         coordinator = self.coordinator
@@ -117,6 +180,7 @@ class RecoveringRun:
                                                       else self.storage.job_path)}
         if coordinator is not None:
             summary.update(coordinator.summary())
+        summary["last_savepoint"] = summary.get("last_savepoint") or self._last_savepoint
         return summary
 
     # -- for subclasses ----------------------------------------------------------------------
@@ -137,8 +201,9 @@ class RecoveringRun:
         """Whatever the next attempt needs (new workers for lost ones)."""
 
     def _new_coordinator(self, vertices: Any, trigger: Any, complete: Any,
-                         fail_job: Any, final: Any, tasks: int
-                         ) -> CheckpointCoordinator | None:
+                         fail_job: Any, final: Any, tasks: int,
+                         trigger_savepoint: Any = None, end_sources: Any = None,
+                         final_savepoint: Any = None) -> CheckpointCoordinator | None:
         """The coordinator of one attempt (None when checkpointing is off); ids go on from
         the previous attempt's."""
         if self.checkpointing is None or self.storage is None:
@@ -146,7 +211,8 @@ class RecoveringRun:
         coordinator = CheckpointCoordinator(
             self.checkpointing, self.storage, vertices, trigger=trigger, complete=complete,
             fail_job=fail_job, final=final, tasks=tasks,
-            next_checkpoint_id=self._next_checkpoint_id)
+            next_checkpoint_id=self._next_checkpoint_id, trigger_savepoint=trigger_savepoint,
+            end_sources=end_sources, final_savepoint=final_savepoint)
         self.coordinator = coordinator
         return coordinator
 
@@ -155,6 +221,7 @@ class RecoveringRun:
         if coordinator is not None:
             coordinator.stop(reason)
             self._next_checkpoint_id = coordinator.next_checkpoint_id
+            self._last_savepoint = coordinator.last_savepoint or self._last_savepoint
 
     def _latest_restore(self) -> RestoreSource | None:
         if self.storage is None or self.checkpointing is None:
@@ -162,30 +229,23 @@ class RecoveringRun:
         latest = self.storage.latest_completed()
         if latest is None:
             return None
-        return RestoreSource(self.checkpointing.directory, self.job_id, latest.checkpoint_id)
+        return RestoreSource.checkpoint(self.checkpointing.directory, self.job_id,
+                                        latest.checkpoint_id)
 
 
 def savepoint_source(settings: dict[str, str]) -> RestoreSource | None:
-    """The checkpoint ``execution.savepoint.path`` names (``<dir>/<job id>/chk-<n>``), checked
-    to be a completed one; None when unset."""
+    """The snapshot ``execution.savepoint.path`` names -- a checkpoint
+    (``<dir>/<job id>/chk-<n>``) or a savepoint directory -- checked to be a completed one;
+    None when unset."""
     from flowsql.planner.config.settings import SettingValues
 
     path = SettingValues(settings).get("execution.savepoint.path")
     if not path:
         return None
     text = str(path).rstrip("/")
-    job_dir, _, name = text.rpartition("/")
-    checkpoint_id = paths.checkpoint_id_of(name)
-    base, _, job_id = job_dir.rpartition("/")
-    if checkpoint_id is None or not base or not job_id:
-        raise ExecutionError(f"execution.savepoint.path '{path}' does not name a checkpoint "
-                             "directory (<checkpoint dir>/<job id>/chk-<n>)")
-    if "://" not in base:
-        base = os.path.abspath(base)
-    source = RestoreSource(base, job_id, checkpoint_id)
+    source = RestoreSource(text if "://" in text else os.path.abspath(text))
     try:
-        CheckpointStorage.from_uri(base, job_id).read_metadata(checkpoint_id)
-    except (OSError, FlowSQLError) as error:
-        raise ExecutionError(f"execution.savepoint.path '{path}' is not a completed "
-                             f"checkpoint: {error}") from None
+        source.open()
+    except FlowSQLError as error:
+        raise ExecutionError(f"execution.savepoint.path: {error}") from None
     return source

@@ -33,7 +33,6 @@ from flowsql.runtime.checkpoint.compatibility import (
     report_table,
 )
 from flowsql.runtime.checkpoint.recovery import savepoint_source
-from flowsql.runtime.checkpoint.storage import CheckpointStorage
 from flowsql.runtime.checkpoint.task_state import RestoreSource
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.registry import create_operator
@@ -80,8 +79,7 @@ def declared_states(plan: PhysicalPlan, settings: Mapping[str, str]
 def saved_states(source: RestoreSource) -> dict[str, dict[str, SavedState]]:
     """Operator id -> state name -> schema and rows over all subtasks, of the snapshot
     ``source`` names."""
-    storage = CheckpointStorage.from_uri(source.directory, source.job_id)
-    metadata = storage.read_metadata(source.checkpoint_id)
+    storage, metadata = source.open()
     saved: dict[str, dict[str, SavedState]] = {}
     for operator in metadata.operators:
         schemas: dict[str, pa.Schema] = {}

@@ -54,11 +54,14 @@ _COPY_CHUNK = 1 << 20
 class CheckpointStorage:
     """The checkpoints of one job under one checkpoint directory."""
 
-    def __init__(self, filesystem: pafs.FileSystem, base_path: str, job_id: str) -> None:
+    def __init__(self, filesystem: pafs.FileSystem, base_path: str, job_id: str, *,
+                 root: str | None = None) -> None:
+        """``root`` overrides the job directory as the directory the metadata's paths are
+        relative to (a ``chk-<n>`` directory's parent found elsewhere, a savepoint)."""
         self.filesystem = filesystem
         self.base_path = base_path
         self.job_id = job_id
-        self.job_path = paths.job_dir(base_path, job_id)
+        self.job_path = paths.job_dir(base_path, job_id) if root is None else root
         self._object_store = filesystem.type_name in _OBJECT_STORES
 
     @classmethod
@@ -67,11 +70,7 @@ class CheckpointStorage:
         """Storage at ``location``: a local path, or a URI ``pyarrow.fs.FileSystem.from_uri``
         resolves (``file:///...``, ``s3://bucket/prefix``). With ``filesystem`` given (e.g.
         an ``S3FileSystem`` with an endpoint override) only the URI's path part is used."""
-        if "://" not in location:
-            return cls(filesystem or pafs.LocalFileSystem(), os.path.abspath(location), job_id)
-        if filesystem is not None:
-            return cls(filesystem, location.split("://", 1)[1].split("?", 1)[0], job_id)
-        resolved, path = pafs.FileSystem.from_uri(location)
+        resolved, path = resolve(location, filesystem)
         return cls(resolved, path, job_id)
 
     # -- writing (tasks) ---------------------------------------------------------------------
@@ -118,7 +117,10 @@ class CheckpointStorage:
         if metadata.job_id != self.job_id:
             raise ExecutionError(f"metadata of job '{metadata.job_id}' cannot complete a "
                                  f"checkpoint of job '{self.job_id}'")
-        target = self._absolute(paths.metadata_file(metadata.checkpoint_id))
+        self._write_marker(self._absolute(paths.metadata_file(metadata.checkpoint_id)),
+                           metadata)
+
+    def _write_marker(self, target: str, metadata: CheckpointMetadata) -> None:
         if self.filesystem.get_file_info(target).type != pafs.FileType.NotFound:
             raise ExecutionError(f"checkpoint {metadata.checkpoint_id} is already completed")
         document = metadata.to_json()
@@ -146,8 +148,7 @@ class CheckpointStorage:
 
     def read_metadata(self, checkpoint_id: int) -> CheckpointMetadata:
         target = self._absolute(paths.metadata_file(checkpoint_id))
-        with self.filesystem.open_input_stream(target) as stream:
-            metadata = CheckpointMetadata.from_json(stream.read())
+        metadata = read_metadata_file(self.filesystem, target)
         if metadata.checkpoint_id != checkpoint_id or metadata.job_id != self.job_id:
             raise ExecutionError(f"{target} describes checkpoint {metadata.checkpoint_id} of "
                                  f"job '{metadata.job_id}'")
@@ -271,3 +272,19 @@ class CheckpointStorage:
     def _read_table(self, target: str) -> pa.Table:
         with self.filesystem.open_input_file(target) as source:
             return pa.ipc.open_file(source).read_all()
+
+
+def resolve(location: str, filesystem: pafs.FileSystem | None = None
+            ) -> tuple[pafs.FileSystem, str]:
+    """The file system and path of ``location`` (see ``CheckpointStorage.from_uri``)."""
+    if "://" not in location:
+        return filesystem or pafs.LocalFileSystem(), os.path.abspath(location)
+    if filesystem is not None:
+        return filesystem, location.split("://", 1)[1].split("?", 1)[0]
+    resolved, path = pafs.FileSystem.from_uri(location)
+    return resolved, path
+
+
+def read_metadata_file(filesystem: pafs.FileSystem, target: str) -> CheckpointMetadata:
+    with filesystem.open_input_stream(target) as stream:
+        return CheckpointMetadata.from_json(stream.read())

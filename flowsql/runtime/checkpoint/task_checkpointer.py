@@ -18,11 +18,15 @@ channel. The checkpointer feeds every barrier and every channel end to a
 
 Commands from the coordinator arrive on ``commands`` (any thread) and are carried out at
 the start of the run's next turn, in order: ``trigger`` (a barrier for the task's own
-sources), ``complete`` (``notify_checkpoint_complete`` on every operator: a two-phase-commit
+sources; a savepoint's, with ``savepoint``: its directory, reaches every task, and the
+barrier is of kind ``SAVEPOINT``: whichever task it reaches writes its snapshot there),
+``complete`` (``notify_checkpoint_complete`` on every operator: a two-phase-commit
 sink publishes its files), ``stop`` (end the run; a stop follows the completion of the
-checkpoint a cancel takes, so the sink has committed everything before it), and, once
+checkpoint a cancel takes, so the sink has committed everything before it), ``drain``
+(end the task's own sources as if their input ended: a stop with drain), and, once
 every input of the task ended (``on_end_of_input``), ``final``: the job's last checkpoint,
-taken when every task of the job reached the end of its input.
+taken when every task of the job reached the end of its input (a savepoint, with
+``savepoint``, when the job is being stopped with drain and a savepoint).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from flowsql.runtime.checkpoint.alignment import (
     Unblock,
 )
 from flowsql.runtime.checkpoint.metadata import SubtaskState
-from flowsql.runtime.events import CheckpointBarrier, EndOfInput
+from flowsql.runtime.events import BarrierKind, CheckpointBarrier, EndOfInput
 
 
 class CheckpointedRun(Protocol):
@@ -57,6 +61,8 @@ class CheckpointedRun(Protocol):
 
     def cancel(self) -> None: ...
 
+    def end_sources(self) -> None: ...
+
 
 class ChannelBlocking(Protocol):
     """The gate's side of alignment (``GateReader``)."""
@@ -66,8 +72,17 @@ class ChannelBlocking(Protocol):
     def unblock(self, channel: int) -> None: ...
 
 
-#: persists one operator subtask's tables for a checkpoint and returns its handles
-Persist = Callable[[int, str, Mapping[str, pa.Table]], SubtaskState]
+class Persist(Protocol):
+    """Persists one operator subtask's tables for checkpoint ``checkpoint_id`` and returns
+    its handles; with ``savepoint_dir`` the checkpoint is a savepoint written there
+    (``TaskState.persist``)."""
+
+    def __call__(self, checkpoint_id: int, operator_id: str, tables: Mapping[str, pa.Table],
+                 savepoint_dir: str | None = None) -> SubtaskState: ...
+
+
+#: how long the writer waits for the directory of a savepoint whose barrier came first
+SAVEPOINT_DIR_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -121,6 +136,9 @@ class TaskCheckpointer:
         self._deferred: list[dict[str, Any]] = []
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._before_final = before_final
+        #: savepoint directories by checkpoint id, from the trigger commands
+        self._savepoint_dirs: dict[int, str] = {}
+        self._savepoint_known = threading.Condition()
 
     # -- the run's hooks ---------------------------------------------------------------------
 
@@ -138,6 +156,11 @@ class TaskCheckpointer:
                 return
             kind = command["type"]
             if kind == "trigger":
+                if command.get("savepoint"):
+                    with self._savepoint_known:
+                        self._savepoint_dirs[int(command["checkpoint"])] = str(
+                            command["savepoint"])
+                        self._savepoint_known.notify_all()
                 if self.local_channel is None:
                     continue  # barriers reach this task through its inputs
                 if self.sources_paused or self._deferred:
@@ -151,10 +174,14 @@ class TaskCheckpointer:
             elif kind == "stop":
                 run.cancel()
                 return
+            elif kind == "drain":
+                run.end_sources()
 
     def _trigger(self, run: CheckpointedRun, command: dict[str, Any]) -> None:
         assert self.local_channel is not None
-        barrier = CheckpointBarrier(int(command["checkpoint"]), int(command["timestamp"]))
+        barrier = CheckpointBarrier(int(command["checkpoint"]), int(command["timestamp"]),
+                                    BarrierKind.SAVEPOINT if command.get("savepoint")
+                                    else BarrierKind.CHECKPOINT)
         self._align(run, self.local_channel, barrier)
 
     def on_channel_event(self, run: CheckpointedRun, channel: int,
@@ -193,7 +220,13 @@ class TaskCheckpointer:
                 final = int(command["checkpoint"])
                 started = time.perf_counter()
                 tables = run.snapshot(final)
-                self._writes.put((final, tables, 0, (time.perf_counter() - started) * 1000))
+                kind_of_final = BarrierKind.CHECKPOINT
+                if command.get("savepoint"):
+                    kind_of_final = BarrierKind.SAVEPOINT
+                    with self._savepoint_known:
+                        self._savepoint_dirs[final] = str(command["savepoint"])
+                self._writes.put((final, tables, 0, (time.perf_counter() - started) * 1000,
+                                  kind_of_final))
             elif kind == "complete":
                 checkpoint_id = int(command["checkpoint"])
                 run.notify_checkpoint_complete(checkpoint_id)
@@ -251,15 +284,37 @@ class TaskCheckpointer:
         tables = run.snapshot(checkpoint_id)
         run.emit_barrier(action.barrier)
         sync_ms = (time.perf_counter() - started) * 1000
-        self._writes.put((checkpoint_id, tables, action.alignment_ms, sync_ms))
+        self._writes.put((checkpoint_id, tables, action.alignment_ms, sync_ms,
+                          action.barrier.kind))
+
+    def _savepoint_dir(self, checkpoint_id: int) -> str:
+        """The directory of savepoint ``checkpoint_id``: its trigger command reaches this
+        task on the control path, its barrier on the data path, in either order."""
+        deadline = time.monotonic() + SAVEPOINT_DIR_WAIT_S
+        with self._savepoint_known:
+            while checkpoint_id not in self._savepoint_dirs:
+                if self._cancelled.is_set():
+                    raise RuntimeError("the task was cancelled")
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"the directory of savepoint {checkpoint_id} "
+                                       "never came")
+                self._savepoint_known.wait(0.05)
+            return self._savepoint_dirs.pop(checkpoint_id)
 
     def _write_loop(self) -> None:
         while (item := self._writes.get()) is not None:
-            checkpoint_id, tables, alignment_ms, sync_ms = item
+            checkpoint_id, tables, alignment_ms, sync_ms, kind = item
             started = time.perf_counter()
             try:
-                states = {operator_id: self._persist(checkpoint_id, operator_id, operator_tables)
-                          for operator_id, operator_tables in tables.items()}
+                if kind is BarrierKind.SAVEPOINT:
+                    directory = self._savepoint_dir(checkpoint_id)
+                    states = {operator_id: self._persist(checkpoint_id, operator_id,
+                                                         operator_tables, directory)
+                              for operator_id, operator_tables in tables.items()}
+                else:
+                    states = {operator_id: self._persist(checkpoint_id, operator_id,
+                                                         operator_tables)
+                              for operator_id, operator_tables in tables.items()}
             except Exception as error:  # a failed upload declines; the job keeps running
                 self._report(Decline(checkpoint_id, f"{type(error).__name__}: {error}"))
                 continue

@@ -10,7 +10,9 @@ operator has reached). While the job runs the metrics come from the subtasks' pe
 reports, so they may be up to half a second old; after it ends they are exact.
 
 With checkpointing on, each attempt has a :class:`CheckpointCoordinator` that talks to the
-tasks through job messages (``trigger``, ``complete``, ``final``, ``stop`` to the tasks;
+tasks through job messages (``trigger``, with ``savepoint``: the savepoint's directory
+for a savepoint, ``complete``, ``final`` (with ``savepoint`` when a drained job's final
+checkpoint is a savepoint), ``stop``, ``drain`` to the tasks;
 ``checkpoint_ack``, ``checkpoint_decline``, ``input_ended`` back), and every task's
 deployment carries the job's checkpoint id, the attempt and the checkpoint to restore. A
 failed attempt (a task failed, a worker died) is restarted by :class:`RecoveringRun`.
@@ -100,7 +102,14 @@ class ParallelStreamingRun(RecoveringRun):
                 complete=lambda n: job.send({"type": "complete", "checkpoint": n}),
                 fail_job=lambda reason: job.fail(ExecutionError(reason)),
                 final=lambda n: job.send({"type": "final", "checkpoint": n}),
-                tasks=len(tasks))
+                tasks=len(tasks),
+                # every task: one without sources of its own writes where this says
+                trigger_savepoint=lambda n, ts, directory: job.send(
+                    {"type": "trigger", "checkpoint": n, "timestamp": ts,
+                     "savepoint": directory}),
+                end_sources=lambda: job.send({"type": "drain"}),
+                final_savepoint=lambda n, directory: job.send(
+                    {"type": "final", "checkpoint": n, "savepoint": directory}))
             if coordinator is not None:
                 job.on_message = lambda task, message: self._on_task_message(
                     coordinator, message)

@@ -43,7 +43,9 @@ operator has an id (``planner.operator_ids``: stable, from what its state means)
 * ``snapshot`` takes every operator's state between two elements, ``emit_barrier``
   queues the barrier behind the output produced before it;
 * ``on_end_of_input`` runs once every input ended: the final checkpoint. Operators are
-  closed only after it, so a two-phase-commit sink commits its last rows when it completes.
+  closed only after it, so a two-phase-commit sink commits its last rows when it completes;
+* ``end_sources`` (a stop with drain) ends the task's own sources at the next turn as if
+  their input ended: the final watermark follows, so every window fires.
 
 A restored run calls each operator's ``restore_state`` right after ``open``.
 """
@@ -158,6 +160,7 @@ class StreamingRun:
         self._attempt = attempt
         self._checkpointing = checkpointing
         self._restore = restore
+        self._end_sources = threading.Event()
         self._ids = list(operator_ids) if operator_ids is not None else plan_operator_ids(plan)
         #: time.monotonic() when a source last produced records
         self.last_input = time.monotonic()
@@ -210,6 +213,8 @@ class StreamingRun:
                 if checkpointing is not None:
                     checkpointing.on_turn(self)
                     yield from self._drain()
+                if self._end_sources.is_set():
+                    yield from self._end_own_sources(active)
                 progressed = False
                 for source in list(active):
                     own = not getattr(source.operator, "exchange_input", False)
@@ -237,6 +242,22 @@ class StreamingRun:
     def cancel(self) -> None:
         """Stop at the next turn (from another thread); ``batches`` then ends."""
         self._cancelled.set()
+
+    def end_sources(self) -> None:
+        """End the task's own sources at the next turn, as if their input ended (from
+        another thread); exchange inputs end when their senders do."""
+        self._end_sources.set()
+
+    def _end_own_sources(self, active: list[_Vertex]
+                         ) -> Iterator[pa.RecordBatch | Watermark | CheckpointBarrier]:
+        own = [s for s in active if not getattr(s.operator, "exchange_input", False)]
+        for source in own:
+            active.remove(source)
+            self._finish(source)
+            yield from self._drain()
+        if own and self._checkpointing is not None:
+            self._checkpointing.on_sources_finished(self)
+            yield from self._drain()
 
     # -- checkpoints ----------------------------------------------------------------------
     def snapshot(self, checkpoint_id: int) -> dict[str, dict[str, pa.Table]]:

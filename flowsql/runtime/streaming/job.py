@@ -10,7 +10,9 @@ session.
 A job's status uses Flink's job status names: RUNNING, then one of FINISHED (its inputs
 ended), CANCELED or FAILED; RESTARTING while a run that recovers from failures waits to
 restart. :meth:`Job.info` is the record ``SHOW JOBS`` lists: identity, status, start time,
-restarts and the last completed checkpoint.
+restarts, the last completed checkpoint and the last savepoint. :meth:`Job.stop` ends a
+job as Flink's stop does: with ``savepoint=True`` after a savepoint (the job is then
+FINISHED), else as ``cancel``.
 
 A :class:`ChangelogStream` is what ``Result.stream()`` iterates for a SELECT in streaming
 mode: batches with an ``op`` column (``+I``, ``-U``, ``+U``, ``-D``, as in Flink's tableau
@@ -46,7 +48,8 @@ class Run(Protocol):
     A run that checkpoints and recovers also offers ``checkpoint_summary() -> dict | None``
     (keys: ``restarts``, ``restarting``, ``last_checkpoint``, ``checkpoints_completed``,
     ``checkpoints_failed``; ``last_checkpoint`` is None or a dict with ``id``,
-    ``duration_ms``, ``size_bytes``, ``alignment_ms``, ``completed_ms``). It is optional:
+    ``duration_ms``, ``size_bytes``, ``alignment_ms``, ``completed_ms``; ``last_savepoint``
+    is None or the location of the last savepoint). It is optional:
     a job asks for it with ``getattr`` and reads a missing method or None as "no restarts,
     no checkpoints"."""
 
@@ -100,6 +103,8 @@ class JobInfo:
     checkpoints_completed: int
     #: checkpoints that were aborted or timed out since the job started
     checkpoints_failed: int
+    #: the location of the job's last completed savepoint, None before the first one
+    last_savepoint: str | None = None
 
 
 _ids = itertools.count(1)
@@ -124,7 +129,8 @@ class Job:
         try:
             for _ in self._run.batches():
                 pass
-            self._status = CANCELED if self._run.cancelled else FINISHED
+            stopped = getattr(self._run, "stopped_with_savepoint", None) is not None
+            self._status = CANCELED if self._run.cancelled and not stopped else FINISHED
         except FlowSQLError as exc:
             self._error, self._status = exc, FAILED
         except Exception as exc:  # a bug must still fail the job visibly, not kill a thread
@@ -150,14 +156,15 @@ class Job:
         return JobInfo(self.id, self.name, self._status_given(summary), self.start_time_ms,
                        restarts=int(summary["restarts"]), last_checkpoint=checkpoint,
                        checkpoints_completed=int(summary["checkpoints_completed"]),
-                       checkpoints_failed=int(summary["checkpoints_failed"]))
+                       checkpoints_failed=int(summary["checkpoints_failed"]),
+                       last_savepoint=summary.get("last_savepoint"))
 
     def checkpoint_summary(self) -> dict[str, Any] | None:
         """The run's checkpointing figures (None for a run that does not checkpoint):
         ``restarts``, ``restarting``, ``checkpoints_completed``, ``checkpoints_failed``,
         ``last_checkpoint`` (id, kind, duration_ms, size_bytes, alignment_ms,
-        completed_ms, path), ``average_duration_ms``, ``average_size_bytes``, the job's
-        checkpoint ``job_id`` and ``checkpoint_dir``."""
+        completed_ms, path), ``last_savepoint``, ``average_duration_ms``,
+        ``average_size_bytes``, the job's checkpoint ``job_id`` and ``checkpoint_dir``."""
         summarize = getattr(self._run, "checkpoint_summary", None)
         return None if summarize is None else summarize()
 
@@ -171,6 +178,41 @@ class Job:
 
     def cancel(self) -> None:
         self._run.cancel()
+
+    def stop(self, savepoint: bool = False, directory: str | None = None,
+             drain: bool = False, timeout: float | None = 60.0) -> str | None:
+        """End the job as Flink's stop does and return the savepoint's location (None
+        without one). ``savepoint``: take a savepoint into a new directory under
+        ``directory`` (default ``execution.checkpointing.savepoint-dir``), let the sinks
+        commit what it covers, end the job (FINISHED); when the savepoint cannot be taken
+        this raises and the job keeps running. ``drain``: first end the sources as if
+        their input ended, so every window fires; the job then ends as a bounded job does
+        (its final checkpoint is the savepoint). Neither: as ``cancel`` (a final
+        checkpoint when the job checkpoints). Waits up to ``timeout`` seconds for the job
+        to end."""
+        if directory is not None and not savepoint:
+            raise ExecutionError("a savepoint directory is given but no savepoint asked")
+        if not savepoint and not drain:
+            self.cancel()
+            self.join(timeout)
+            return None
+        what = "take a savepoint" if savepoint else "be drained"
+        if isinstance(self._run, BoundedRun):
+            raise ExecutionError(f"job {self.id} cannot {what}: it runs in batch mode")
+        if not hasattr(self._run, "stop_with_savepoint"):
+            raise ExecutionError(f"job {self.id} cannot {what}: that needs checkpointing "
+                                 "(set 'execution.checkpointing.interval' before the job "
+                                 "starts)")
+        if self._status != RUNNING:
+            raise ExecutionError(f"job {self.id} is {self._status}: only a running job "
+                                 "can be stopped")
+        if drain:
+            location: str | None = self._run.stop_with_drain(  # type: ignore[attr-defined]
+                savepoint, directory)
+        else:
+            location = self._run.stop_with_savepoint(directory)  # type: ignore[attr-defined]
+        self.join(timeout)
+        return location
 
     def wait(self, timeout: float | None = None) -> str:
         """Block until the job ends (or ``timeout`` seconds pass); a failed job raises its

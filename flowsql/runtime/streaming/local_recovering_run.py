@@ -70,7 +70,16 @@ class LocalRecoveringRun(RecoveringRun):
                 fail_job=self._fail,
                 final=lambda n: checkpointer.commands.put(  # type: ignore[union-attr]
                     {"type": "final", "checkpoint": n}),
-                tasks=1)
+                tasks=1,
+                trigger_savepoint=lambda n, ts, directory: (
+                    checkpointer.commands.put(  # type: ignore[union-attr]
+                        {"type": "trigger", "checkpoint": n, "timestamp": ts,
+                         "savepoint": directory})),
+                end_sources=lambda: checkpointer.commands.put(  # type: ignore[union-attr]
+                    {"type": "drain"}),
+                final_savepoint=lambda n, directory: (
+                    checkpointer.commands.put(  # type: ignore[union-attr]
+                        {"type": "final", "checkpoint": n, "savepoint": directory})))
         self._checkpointer = checkpointer
         run = StreamingRun(self.plan, self.settings, job_id=self.job_id, attempt=attempt,
                            checkpointing=checkpointer, restore=restored)

@@ -3,7 +3,7 @@
 This is where the layers meet: the sql layer parses and binds, the optimizer rewrites and
 picks physical operators (``planning``), the runtime or spark executes (``query``,
 ``insert``). ``ddl`` changes the catalog, ``describe`` shows it, ``set`` changes the
-settings, ``explain`` shows plans, ``jobs`` lists the submitted jobs.
+settings, ``explain`` shows plans, ``jobs`` lists and stops the submitted jobs.
 :func:`execute_statement` dispatches on the statement's type through one table.
 """
 
@@ -22,7 +22,7 @@ from flowsql.session.execute.ddl import (
 from flowsql.session.execute.describe import execute_describe, execute_show_tables
 from flowsql.session.execute.explain import execute_explain
 from flowsql.session.execute.insert import execute_insert
-from flowsql.session.execute.jobs import execute_show_jobs
+from flowsql.session.execute.jobs import execute_show_jobs, execute_stop_job
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
 from flowsql.sql.statement_parser import (
@@ -37,6 +37,7 @@ from flowsql.sql.statement_parser import (
     ShowJobsStatement,
     ShowTablesStatement,
     Statement,
+    StopJobStatement,
 )
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     DropStatement: execute_drop,
     ShowTablesStatement: execute_show_tables,
     ShowJobsStatement: execute_show_jobs,
+    StopJobStatement: execute_stop_job,
     DescribeStatement: execute_describe,
     SetStatement: execute_set,
 }
