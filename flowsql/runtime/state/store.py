@@ -7,12 +7,20 @@ mutable attributes that matter for recovery; ``snapshot`` then captures everythi
 passes, per name, the concatenation of that table from every old subtask (``merge_snapshots``),
 and the store keeps this subtask's key groups (keyed state, timers) or its share of list
 state. The subtask's key groups follow from ``partitioning.key_group_range``.
+
+Time-to-live: keyed tables created with ``expires=True`` keep their rows' write times and
+expire them after the store's ``ttl`` (``state.ttl``; from ``table.exec.state.ttl`` for a
+store made ``for_context``). The owner calls ``expire`` before it reads state for a batch;
+``snapshot`` sweeps too, so an idle operator's snapshots do not carry expired rows.
+
+Size: a store made ``for_context`` reports the rows and bytes of its keyed tables as the
+operator's ``state_rows`` and ``state_bytes`` metrics (gauges read when metrics are asked for).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
 import pyarrow as pa
 
@@ -23,6 +31,7 @@ from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_rang
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.list_state import LIST_KIND, Distribution, OperatorListState
 from flowsql.runtime.state.metadata import METADATA_KEY
+from flowsql.runtime.state.ttl import StateTtl
 from flowsql.runtime.time.timers import TimerService
 
 
@@ -30,7 +39,8 @@ class StateStore:
     """The states of one subtask of one operator."""
 
     def __init__(self, subtask_index: int = 0, parallelism: int = 1,
-                 max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> None:
+                 max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+                 ttl: StateTtl | None = None) -> None:
         self.subtask_index = subtask_index
         self.parallelism = parallelism
         self.max_parallelism = max_parallelism
@@ -38,18 +48,54 @@ class StateStore:
         self._keyed: dict[str, KeyedTableState] = {}
         self._lists: dict[str, OperatorListState] = {}
         self._timers: dict[str, TimerService] = {}
+        self.ttl = ttl if ttl is not None else StateTtl()
+        # where the size is reported once the first keyed table exists (an operator with
+        # only list state -- a source -- reports no keyed state size)
+        self._gauges: MutableMapping[str, Callable[[], int]] | None = None
 
     @classmethod
-    def for_context(cls, context: OperatorContext) -> StateStore:
+    def for_context(cls, context: OperatorContext,
+                    max_parallelism: int | None = None) -> StateStore:
         """The store of the subtask ``context`` describes, with the job's
-        ``max_parallelism`` (the number of key groups)."""
-        max_parallelism = SettingValues(context.settings).integer("max_parallelism")
-        return cls(context.subtask_index, context.parallelism, max_parallelism)
+        ``max_parallelism`` (the number of key groups) unless given, the job's state TTL
+        on the context's processing-time clock, reporting its size in the context's
+        gauges."""
+        if max_parallelism is None:
+            max_parallelism = SettingValues(context.settings).integer("max_parallelism")
+        store = cls(context.subtask_index, context.parallelism, max_parallelism,
+                    StateTtl.from_settings(context.settings, context.processing_clock))
+        store._gauges = context.gauges
+        return store
 
-    def keyed_table(self, name: str, schema: pa.Schema) -> KeyedTableState:
+    def keyed_table(self, name: str, schema: pa.Schema, expires: bool = False
+                    ) -> KeyedTableState:
+        """A new keyed table; with ``expires`` its rows expire after the store's ``ttl``."""
         self._check_new(name, self._keyed)
-        state = self._keyed[name] = KeyedTableState(name, schema, self.max_parallelism)
+        if not self._keyed and self._gauges is not None:
+            self.report_size(self._gauges)
+        state = self._keyed[name] = KeyedTableState(name, schema, self.max_parallelism,
+                                                    self.ttl if expires else None)
         return state
+
+    def expire(self) -> int:
+        """Read the processing-time clock and drop the expired rows of every expiring keyed
+        table: what an owner calls before it reads state. The number of rows dropped."""
+        self.ttl.tick()
+        return sum(state.expire() for state in self._keyed.values())
+
+    # -- size -----------------------------------------------------------------------------
+
+    def keyed_rows(self) -> int:
+        return sum(len(state) for state in self._keyed.values())
+
+    def keyed_bytes(self) -> int:
+        return sum(state.nbytes for state in self._keyed.values())
+
+    def report_size(self, gauges: MutableMapping[str, Callable[[], int]]) -> None:
+        """Add this store's keyed rows and bytes to the ``state_rows`` and ``state_bytes``
+        gauges (summed with any other store of the same operator)."""
+        for key, measure in (("state_rows", self.keyed_rows), ("state_bytes", self.keyed_bytes)):
+            gauges[key] = _sum_of(gauges.get(key), measure)
 
     def list_state(self, name: str, schema: pa.Schema,
                    distribution: Distribution) -> OperatorListState:
@@ -63,6 +109,7 @@ class StateStore:
         return service
 
     def snapshot(self) -> dict[str, pa.Table]:
+        self.expire()
         tables = {f"keyed/{n}": s.snapshot() for n, s in self._keyed.items()}
         tables.update({f"list/{n}": s.snapshot() for n, s in self._lists.items()})
         tables.update({f"timers/{n}": s.snapshot() for n, s in self._timers.items()})
@@ -91,6 +138,12 @@ class StateStore:
     def _check_new(name: str, states: Mapping[str, object]) -> None:
         if name in states:
             raise ExecutionError(f"state '{name}' is registered twice")
+
+
+def _sum_of(first: Callable[[], int] | None, second: Callable[[], int]) -> Callable[[], int]:
+    if first is None:
+        return second
+    return lambda: first() + second()
 
 
 def merge_snapshots(snapshots: Sequence[dict[str, pa.Table]]) -> dict[str, pa.Table]:
