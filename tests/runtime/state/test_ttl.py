@@ -13,18 +13,9 @@ from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.state import KEY_GROUP
 from flowsql.runtime.state.store import StateStore
 from flowsql.runtime.state.ttl import UPDATED_AT, StateTtl
+from tests.harness.processing_clock import ManualClock as Clock
 
 SCHEMA = pa.schema([("key", pa.string()), ("value", pa.int64())])
-
-
-class Clock:
-    """A processing-time clock the test moves by hand."""
-
-    def __init__(self, now: int = 1_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def _rows(keys: list[str], values: list[int]) -> pa.Table:
