@@ -94,8 +94,8 @@ class StateStore:
     def report_size(self, gauges: MutableMapping[str, Callable[[], int]]) -> None:
         """Add this store's keyed rows and bytes to the ``state_rows`` and ``state_bytes``
         gauges (summed with any other store of the same operator)."""
-        for key, measure in (("state_rows", self.keyed_rows), ("state_bytes", self.keyed_bytes)):
-            gauges[key] = _sum_of(gauges.get(key), measure)
+        add_to_gauge(gauges, "state_rows", self.keyed_rows)
+        add_to_gauge(gauges, "state_bytes", self.keyed_bytes)
 
     def list_state(self, name: str, schema: pa.Schema,
                    distribution: Distribution) -> OperatorListState:
@@ -140,10 +140,12 @@ class StateStore:
             raise ExecutionError(f"state '{name}' is registered twice")
 
 
-def _sum_of(first: Callable[[], int] | None, second: Callable[[], int]) -> Callable[[], int]:
-    if first is None:
-        return second
-    return lambda: first() + second()
+def add_to_gauge(gauges: MutableMapping[str, Callable[[], int]], name: str,
+                 measure: Callable[[], int]) -> None:
+    """Make gauge ``name`` also count ``measure`` (state an operator holds outside its
+    store, e.g. a window aggregate's slices, reports its size this way)."""
+    counted = gauges.get(name)
+    gauges[name] = measure if counted is None else (lambda: counted() + measure())
 
 
 def merge_snapshots(snapshots: Sequence[dict[str, pa.Table]]) -> dict[str, pa.Table]:
