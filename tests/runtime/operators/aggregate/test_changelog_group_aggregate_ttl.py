@@ -130,3 +130,21 @@ def test_restore_drops_groups_expired_by_restore_time_and_keeps_ages():
         ("+I", "a", 1, 1), ("-U", "b", 1, 2), ("+U", "b", 2, 3),
         ("-U", "b", 2, 3), ("+U", "b", 3, 4),
     ]
+
+
+def test_distinct_values_expire_with_their_group():
+    node = _node(KV, [0], [("count", 1, T.INT64, True)])
+    steps: list[Step] = [(0, [("a", 1), ("a", 1), ("b", 1)], ["+I", "+I", "+I"]),
+                         (20, [("a", 2)], ["+I"])]
+    # at 20 the values a held are gone with it: COUNT(DISTINCT v) restarts at 1, not 2
+    assert _run(node, steps, TTL) == [("+I", "a", 1), ("+I", "b", 1), ("+I", "a", 1)]
+    clock = ManualClock()
+    operator = GroupAggregateOperator(node)
+    context = OperatorContext("group", TTL, processing_clock=clock)
+    operator.open(context)
+    for batch in _batches(KV, [("a", 1), ("b", 1)], 2, ["+I", "+I"]):
+        list(operator.process_batch(0, batch))
+    assert context.gauges["state_rows"]() == 4     # two groups, two (group, value) rows
+    clock.now = 10
+    operator.snapshot_state(1)                     # a snapshot sweeps expired state
+    assert context.gauges["state_rows"]() == 0
