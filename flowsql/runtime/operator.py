@@ -21,13 +21,14 @@ that exceeds ``execution.memory-budget`` fails with a clear message instead of s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from flowsql.errors import ResourceExhausted
+from flowsql.runtime.time.watermarks import epoch_ms
 
 
 class MemoryBudget:
@@ -71,6 +72,10 @@ class OperatorContext:
     #: ``end_input`` before ``close``, so a two-phase-commit sink commits its last rows on
     #: that checkpoint's completion instead of at ``end_input``
     checkpointing: bool = False
+    #: the processing-time clock (epoch ms) state time-to-live reads; tests fix it
+    processing_clock: Callable[[], int] = epoch_ms
+    #: metrics measured when they are asked for (keyed state size), by metric name
+    gauges: dict[str, Callable[[], int]] = field(default_factory=dict)
 
 
 class Operator:

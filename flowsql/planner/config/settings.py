@@ -86,6 +86,11 @@ SETTINGS: tuple[Option, ...] = (
     Option("table.exec.mini-batch.enabled", BOOLEAN, "false",
            "Whether a streaming group aggregate buffers a batch's updates per key and emits "
            "one change per key instead of one per row."),
+    Option("table.exec.state.ttl", DURATION, "0",
+           "How long the keyed state of an unwindowed streaming operator (GROUP BY, regular "
+           "join, Top-N, deduplication) is kept after its key was last written, in "
+           "processing time; expired state is dropped as if never seen (0: never expires).",
+           minimum=0),
     Option("table.local-time-zone", TIME_ZONE, "UTC",
            "Zone in which TIMESTAMP_LTZ values are shown and converted (CAST to TIMESTAMP, "
            "STRING or DATE, DATE_FORMAT, FROM_UNIXTIME, UNIX_TIMESTAMP) and in which "

@@ -34,6 +34,7 @@ import pyarrow as pa
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 from flowsql.runtime.state.metadata import METADATA_KEY
 from flowsql.runtime.state.migration import compare
+from flowsql.runtime.state.ttl import UPDATED_AT
 
 RESTORED, MIGRATED, NEW, DROPPED, INCOMPATIBLE = (
     "restored", "migrated", "new", "dropped", "incompatible")
@@ -135,8 +136,9 @@ def _state_verdict(operator_id: str, name: str, saved: SavedState,
 
 
 def _columns(schema: pa.Schema) -> pa.Schema:
-    """The state's own columns: no key-group column, no metadata."""
-    return pa.schema([f for f in schema if f.name != KEY_GROUP])
+    """The state's own columns: no key-group column, no write times (present only while
+    ``table.exec.state.ttl`` is set, which may change between runs), no metadata."""
+    return pa.schema([f for f in schema if f.name not in (KEY_GROUP, UPDATED_AT)])
 
 
 def _migration_defaults(schema: pa.Schema) -> dict[str, Any] | None:

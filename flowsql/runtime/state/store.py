@@ -7,12 +7,20 @@ mutable attributes that matter for recovery; ``snapshot`` then captures everythi
 passes, per name, the concatenation of that table from every old subtask (``merge_snapshots``),
 and the store keeps this subtask's key groups (keyed state, timers) or its share of list
 state. The subtask's key groups follow from ``partitioning.key_group_range``.
+
+Time-to-live: keyed tables created with ``expires=True`` keep their rows' write times and
+expire them after the store's ``ttl`` (``state.ttl``; from ``table.exec.state.ttl`` for a
+store made ``for_context``). The owner calls ``expire`` before it reads state for a batch;
+``snapshot`` sweeps too, so an idle operator's snapshots do not carry expired rows.
+
+Size: a store made ``for_context`` reports the rows and bytes of its keyed tables as the
+operator's ``state_rows`` and ``state_bytes`` metrics (gauges read when metrics are asked for).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +32,7 @@ from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_rang
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.list_state import LIST_KIND, Distribution, OperatorListState
 from flowsql.runtime.state.metadata import METADATA_KEY
+from flowsql.runtime.state.ttl import StateTtl
 from flowsql.runtime.time.timers import TimerService
 
 
@@ -31,7 +40,8 @@ class StateStore:
     """The states of one subtask of one operator."""
 
     def __init__(self, subtask_index: int = 0, parallelism: int = 1,
-                 max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> None:
+                 max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+                 ttl: StateTtl | None = None) -> None:
         self.subtask_index = subtask_index
         self.parallelism = parallelism
         self.max_parallelism = max_parallelism
@@ -39,21 +49,56 @@ class StateStore:
         self._keyed: dict[str, KeyedTableState] = {}
         self._lists: dict[str, OperatorListState] = {}
         self._timers: dict[str, TimerService] = {}
+        self.ttl = ttl if ttl is not None else StateTtl()
+        # where the size is reported once the first keyed table exists (an operator with
+        # only list state -- a source -- reports no keyed state size)
+        self._gauges: MutableMapping[str, Callable[[], int]] | None = None
 
     @classmethod
-    def for_context(cls, context: OperatorContext) -> StateStore:
+    def for_context(cls, context: OperatorContext,
+                    max_parallelism: int | None = None) -> StateStore:
         """The store of the subtask ``context`` describes, with the job's
-        ``max_parallelism`` (the number of key groups)."""
-        max_parallelism = SettingValues(context.settings).integer("max_parallelism")
-        return cls(context.subtask_index, context.parallelism, max_parallelism)
+        ``max_parallelism`` (the number of key groups) unless given, the job's state TTL
+        on the context's processing-time clock, reporting its size in the context's
+        gauges."""
+        if max_parallelism is None:
+            max_parallelism = SettingValues(context.settings).integer("max_parallelism")
+        store = cls(context.subtask_index, context.parallelism, max_parallelism,
+                    StateTtl.from_settings(context.settings, context.processing_clock))
+        store._gauges = context.gauges
+        return store
 
-    def keyed_table(self, name: str, schema: pa.Schema,
+    def keyed_table(self, name: str, schema: pa.Schema, expires: bool = False,
                     migration_defaults: Mapping[str, Any] | None = None) -> KeyedTableState:
-        """A keyed table; ``migration_defaults`` see ``KeyedTableState``."""
+        """A new keyed table; with ``expires`` its rows expire after the store's ``ttl``;
+        ``migration_defaults`` see ``KeyedTableState``."""
         self._check_new(name, self._keyed)
+        if not self._keyed and self._gauges is not None:
+            self.report_size(self._gauges)
         state = self._keyed[name] = KeyedTableState(name, schema, self.max_parallelism,
-                                                    migration_defaults)
+                                                    migration_defaults,
+                                                    self.ttl if expires else None)
         return state
+
+    def expire(self) -> int:
+        """Read the processing-time clock and drop the expired rows of every expiring keyed
+        table: what an owner calls before it reads state. The number of rows dropped."""
+        self.ttl.tick()
+        return sum(state.expire() for state in self._keyed.values())
+
+    # -- size -----------------------------------------------------------------------------
+
+    def keyed_rows(self) -> int:
+        return sum(len(state) for state in self._keyed.values())
+
+    def keyed_bytes(self) -> int:
+        return sum(state.nbytes for state in self._keyed.values())
+
+    def report_size(self, gauges: MutableMapping[str, Callable[[], int]]) -> None:
+        """Add this store's keyed rows and bytes to the ``state_rows`` and ``state_bytes``
+        gauges (summed with any other store of the same operator)."""
+        add_to_gauge(gauges, "state_rows", self.keyed_rows)
+        add_to_gauge(gauges, "state_bytes", self.keyed_bytes)
 
     def list_state(self, name: str, schema: pa.Schema,
                    distribution: Distribution) -> OperatorListState:
@@ -67,6 +112,7 @@ class StateStore:
         return service
 
     def snapshot(self) -> dict[str, pa.Table]:
+        self.expire()
         tables = {f"keyed/{n}": s.snapshot() for n, s in self._keyed.items()}
         tables.update({f"list/{n}": s.snapshot() for n, s in self._lists.items()})
         tables.update({f"timers/{n}": s.snapshot() for n, s in self._timers.items()})
@@ -93,6 +139,14 @@ class StateStore:
     def _check_new(name: str, states: Mapping[str, object]) -> None:
         if name in states:
             raise ExecutionError(f"state '{name}' is registered twice")
+
+
+def add_to_gauge(gauges: MutableMapping[str, Callable[[], int]], name: str,
+                 measure: Callable[[], int]) -> None:
+    """Make gauge ``name`` also count ``measure`` (state an operator holds outside its
+    store, e.g. a window aggregate's slices, reports its size this way)."""
+    counted = gauges.get(name)
+    gauges[name] = measure if counted is None else (lambda: counted() + measure())
 
 
 def merge_snapshots(snapshots: Sequence[dict[str, pa.Table]]) -> dict[str, pa.Table]:

@@ -121,6 +121,7 @@ class _Vertex:
     ended: bool = False
     closed: bool = False
     metrics: dict[str, Any] = field(default_factory=dict)
+    gauges: dict[str, Callable[[], int]] = field(default_factory=dict)
 
 
 class StreamingRun:
@@ -197,6 +198,7 @@ class StreamingRun:
             for vertex in reversed(self._vertices):  # consumers open after their inputs
                 context = OperatorContext(name=vertex.label, settings=self._job.settings,
                                           memory=self._job.memory, metrics=vertex.metrics,
+                                          gauges=vertex.gauges,
                                           subtask_index=self._subtask_index,
                                           parallelism=self._parallelism,
                                           job_id=self._job_id, attempt=self._attempt,
@@ -400,11 +402,13 @@ class StreamingRun:
     # -- metrics --------------------------------------------------------------------------
     def metrics(self) -> list[dict[str, Any]]:
         """Per operator: label, records in/out, current watermark (None before the first),
-        and the operator's own counters."""
+        the operator's own counters and its gauges read now (``state_rows`` and
+        ``state_bytes`` of an operator with keyed state)."""
         return [{"operator": v.label, "records_in": v.records_in,
                  "records_out": v.records_out,
                  "watermark": None if v.watermark == MIN_WATERMARK else v.watermark,
-                 **v.metrics} for v in self._vertices]
+                 **v.metrics, **{name: gauge() for name, gauge in v.gauges.items()}}
+                for v in self._vertices]
 
 
 def _listed(hook: Any) -> list[Any]:

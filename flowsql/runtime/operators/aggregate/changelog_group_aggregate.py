@@ -16,8 +16,13 @@ record to its group:
 No GROUP BY keys means one group (the first record emits ``+I``); NULL keys form one group.
 COUNT(x) skips NULLs, COUNT(*) counts rows, SUM/AVG/MIN/MAX of only NULLs are NULL; result
 types follow the plan (SUM of a DECIMAL stays an exact DECIMAL(38, s), AVG is DOUBLE).
-A retraction that finds no row to retract (its group has no rows) is an error here: Flink
-drops it silently, which only ever happens after state expired, and we never expire state.
+A retraction that finds no row to retract (its group has no rows) is an error without
+state time-to-live. With ``table.exec.state.ttl`` a group's state expires when the group was
+not written for the interval (processing time; every record applied to a group writes it):
+the group then starts afresh (its next record emits ``+I``), and a retraction that finds no
+row -- its group expired -- is dropped, as Flink drops it. Likewise a retraction of a
+DISTINCT/MIN/MAX value its group does not hold (it was added to the expired incarnation)
+is ignored for that value.
 
 With ``table.exec.mini-batch.enabled`` = 'true' the operator emits one change per group
 per input batch instead: the difference between the group's result before and after the
@@ -217,13 +222,13 @@ class GroupAggregateOperator(Operator):
         self._mini_batch = SettingValues(context.settings).boolean(MINI_BATCH)
         self._batch_size = batch_size(context.settings)
         self._max_parallelism = SettingValues(context.settings).integer("max_parallelism")
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 self._max_parallelism)
+        self._store = StateStore.for_context(context, self._max_parallelism)
+        self._expiring = self._store.ttl.enabled
         self._groups = self._store.keyed_table(
-            "groups", self._group_schema,
-            {k: v for agg in self._aggs for k, v in agg.migration_defaults().items()})
+            "groups", self._group_schema, expires=True, migration_defaults={
+                k: v for agg in self._aggs for k, v in agg.migration_defaults().items()})
         self._values: dict[int, KeyedTableState] = {
-            i: self._store.keyed_table(f"values {self._aggs[i].label}", schema)
+            i: self._store.keyed_table(f"values {self._aggs[i].label}", schema, expires=True)
             for i, schema in self._value_schemas.items()}
 
     # -- data ---------------------------------------------------------------------------
@@ -231,6 +236,10 @@ class GroupAggregateOperator(Operator):
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not batch.num_rows:
             return []
+        self._store.expire()
+        return self._apply(batch)
+
+    def _apply(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         kinds = row_kinds(batch, self._width)
         data = data_columns(batch, self._width)
         sign = np.where(is_addition(kinds), 1, -1).astype(np.int64)
@@ -253,29 +262,37 @@ class GroupAggregateOperator(Operator):
             for j, k in enumerate(self._keys)]
         all_hashes = np.concatenate(
             [p.column(_HASH).to_numpy() if p is not None else hashes for p in parts])
-        ids = row_ids(key_columns, int(sum(sizes)))
-        groups = int(ids.max()) + 1 if len(ids) else 0
+        total = int(sum(sizes))
         bounds = np.cumsum([0, *sizes])
-        gid_old, gid = ids[:bounds[1]], ids[bounds[1]:bounds[2]]
-        old_values_gid = {i: ids[bounds[2 + j]:bounds[3 + j]]
-                          for j, i in enumerate(old_values)}
-        first = first_occurrences(ids, groups)
-        group_keys = [c.take(pa.array(first)) for c in key_columns]
-        group_hashes = all_hashes[first]
-
-        old_index = np.full(groups, -1, dtype=np.int64)
-        old_index[gid_old] = np.arange(len(gid_old))
-        lay = layout(gid, groups)
-        ctx = _Batch(sign, bool((sign < 0).any()), lay, gid, old, old_index, old_values,
-                     old_values_gid)
-
-        count0 = _virtual(ctx, _COUNT, 0)
-        running = segmented_cumsum(lay.scatter(count0, sign), lay.starts, lay.sizes)
+        ids = row_ids(key_columns, total)
+        ctx, group_keys, group_hashes, count0, running = self._grouping(
+            ids, bounds, sign, old, old_values, key_columns, all_hashes)
+        lay = ctx.layout
         if (ctx.retracting
                 and ((sign < 0) & (running[lay.positions - 1] <= 0)).any()):
+            if self._expiring:
+                # put the groups back untouched and apply the batch without the
+                # retractions that find no row (their group's state expired)
+                self._groups.append(old)
+                for i, rows in old_values.items():
+                    self._values[i].append(rows)
+                return self._apply(batch.filter(pa.array(_found_rows(count0, sign, lay))))
             raise ExecutionError(
                 "GROUP BY received a retraction for a group that has no rows (the input "
                 "changelog retracts a row it never added)")
+        if self._expiring:
+            again = _incarnations(running, lay)
+            if again.any():
+                # a group emptied within the batch starts afresh after that record, as
+                # its state is cleared then: its later records form a new group (with
+                # a valid changelog this changes nothing, the emptied group's
+                # accumulators being neutral; after expiry they need not be)
+                incarnation = np.zeros(total, dtype=np.int64)
+                incarnation[bounds[1]:bounds[2]] = again
+                ids = row_ids([*key_columns, pa.array(incarnation)], total)
+                ctx, group_keys, group_hashes, count0, running = self._grouping(
+                    ids, bounds, sign, old, old_values, key_columns, all_hashes)
+                lay = ctx.layout
 
         results: list[pa.Array] = []
         state_columns: dict[str, pa.Array] = {}
@@ -294,6 +311,31 @@ class GroupAggregateOperator(Operator):
         else:
             before, after = lay.positions - 1, lay.positions
         return self._changelog(before, after, running, lay, group_keys, results)
+
+    @staticmethod
+    def _grouping(ids: np.ndarray, bounds: np.ndarray, sign: np.ndarray, old: pa.Table,
+                  old_values: dict[int, pa.Table], key_columns: list[pa.Array],
+                  all_hashes: np.ndarray
+                  ) -> tuple[_Batch, list[pa.Array], np.ndarray, np.ndarray, np.ndarray]:
+        """For group ids ``ids`` of (stored groups, records, stored values...): the batch
+        context, every group's key columns and hash, its stored count and the running
+        count at every position."""
+        groups = int(ids.max()) + 1 if len(ids) else 0
+        gid_old, gid = ids[:bounds[1]], ids[bounds[1]:bounds[2]]
+        old_values_gid = {i: ids[bounds[2 + j]:bounds[3 + j]]
+                          for j, i in enumerate(old_values)}
+        first = first_occurrences(ids, groups)
+        group_keys = [c.take(pa.array(first)) for c in key_columns]
+        group_hashes = all_hashes[first]
+
+        old_index = np.full(groups, -1, dtype=np.int64)
+        old_index[gid_old] = np.arange(len(gid_old))
+        lay = layout(gid, groups)
+        ctx = _Batch(sign, bool((sign < 0).any()), lay, gid, old, old_index, old_values,
+                     old_values_gid)
+        count0 = _virtual(ctx, _COUNT, 0)
+        running = segmented_cumsum(lay.scatter(count0, sign), lay.starts, lay.sizes)
+        return ctx, group_keys, group_hashes, count0, running
 
     # -- aggregates ---------------------------------------------------------------------
 
@@ -375,7 +417,7 @@ class GroupAggregateOperator(Operator):
             zero_copy_only=False).astype(np.int64), ctx.sign[records]])
         pairs = row_ids([pa.array(event_gid), event_values], len(event_gid))
         events = value_events(pairs, position, delta, lay.ends[event_gid])
-        if (events.after < 0).any():
+        if (events.after < 0).any() and not self._expiring:
             raise ExecutionError(
                 "GROUP BY received a retraction of a value its group does not hold (the "
                 "input changelog retracts a row it never added)")
@@ -506,9 +548,42 @@ def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
 
 
 def _append(state: KeyedTableState, rows: pa.Table) -> None:
-    stored = state.rows
-    state.replace(pa.concat_tables([stored, rows.select(stored.column_names)
-                                    .cast(stored.schema)]))
+    """Add ``rows`` (written now: every touched group is written, as in Flink, even when
+    its result did not change)."""
+    state.append(rows)
+
+
+def _found_rows(count0: np.ndarray, sign: np.ndarray, lay: Layout) -> np.ndarray:
+    """Per record (in batch order): False for a retraction that finds its group without
+    rows once the earlier such retractions are dropped.
+
+    Dropping a retraction at count 0 keeps the count at 0, so the count is the running sum
+    reflected at 0: ``x_t = S_t - min(0, min_{k<=t} S_k)`` for the unreflected running sum
+    ``S`` that starts at the stored count. A retraction is dropped exactly when ``x`` is 0
+    before it."""
+    running = segmented_cumsum(lay.scatter(count0, sign), lay.starts, lay.sizes)
+    low = _segmented_running_min(running, lay.segment)
+    reflected = running - np.minimum(low, 0)
+    return ~((sign < 0) & (reflected[lay.positions - 1] == 0))
+
+
+def _incarnations(running: np.ndarray, lay: Layout) -> np.ndarray:
+    """Per record: how many earlier records of its group in the batch left the group
+    without rows (0 for all records of a group never emptied before its last record)."""
+    emptied = np.zeros(lay.total, dtype=np.int64)
+    emptied[lay.positions] = running[lay.positions] == 0
+    return segmented_cumsum(emptied, lay.starts, lay.sizes)[lay.positions - 1]
+
+
+def _segmented_running_min(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """Running minimum of ``values`` within each run of equal, non-decreasing ``segment``:
+    every segment is shifted below all earlier ones so that one global running minimum
+    restarts at each segment."""
+    if not len(values):
+        return values
+    width = int(values.max() - values.min()) + 1
+    shift = segment.astype(np.int64) * width
+    return np.minimum.accumulate(values - shift) + shift
 
 
 def _virtual(ctx: _Batch, column: str, default: int) -> np.ndarray:

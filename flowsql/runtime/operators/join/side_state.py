@@ -8,6 +8,9 @@ redistributes by.
 
 Output rows are described by two index arrays, one into the left rows and one into the
 right rows; an index of ``-1`` stands for a row of NULLs (outer-join padding).
+
+A side created with ``expires`` keeps its rows' write times (``state.ttl``): rows added or
+replaced are written now unless the owner passes the times of rows it did not change.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ class SideState:
     """The stored rows of one join input (see the module docstring)."""
 
     def __init__(self, store: StateStore, name: str, schema: Schema,
-                 key_types: Sequence[pa.DataType], extra: Sequence[pa.Field]) -> None:
+                 key_types: Sequence[pa.DataType], extra: Sequence[pa.Field],
+                 expires: bool = False) -> None:
         self.key_names = internal_names(len(key_types), "k")
         self.data_names = internal_names(len(schema), "c")
         arrow = to_arrow_schema(schema)
         fields = ([pa.field(n, t) for n, t in zip(self.key_names, key_types)]
                   + [pa.field(n, f.type) for n, f in zip(self.data_names, arrow)]
                   + list(extra))
-        self.table: KeyedTableState = store.keyed_table(name, pa.schema(fields))
+        self.table: KeyedTableState = store.keyed_table(name, pa.schema(fields), expires)
 
     @property
     def rows(self) -> pa.Table:
@@ -63,23 +67,32 @@ class SideState:
         columns = [conform(v, f.type) for v, f in zip(values, schema)]
         return pa.Table.from_arrays(columns, schema=schema)
 
+    @property
+    def updated_at(self) -> np.ndarray:
+        """Write time of every stored row (empty unless the side expires)."""
+        return self.table.updated_at
+
     def append(self, rows: pa.Table) -> None:
         if rows.num_rows:
-            self.replace(pa.concat_tables([self.table.rows, rows]))
+            stamps = (None if self.table.ttl is None else np.concatenate(
+                [self.updated_at, self.table.ttl.stamps(rows.num_rows)]))
+            self.replace(pa.concat_tables([self.table.rows, rows]), stamps)
 
-    def replace(self, rows: pa.Table) -> None:
-        """Make ``rows`` the whole content, merging chunks once they pile up (every batch
-        adds a chunk, and per-chunk overhead would otherwise grow without bound)."""
+    def replace(self, rows: pa.Table, updated_at: np.ndarray | None = None) -> None:
+        """Make ``rows`` the whole content (written at ``updated_at``, by default now),
+        merging chunks once they pile up (every batch adds a chunk, and per-chunk overhead
+        would otherwise grow without bound)."""
         if rows.num_columns and rows.column(0).num_chunks > _MAX_CHUNKS:
             rows = rows.combine_chunks()
-        self.table.replace(rows)
+        self.table.replace(rows, updated_at)
 
 
 def both_sides(store: StateStore, left: Schema, right: Schema, key_types: Sequence[pa.DataType],
-               bookkeeping: Sequence[pa.Field]) -> tuple[SideState, SideState]:
+               bookkeeping: Sequence[pa.Field], expires: bool = False
+               ) -> tuple[SideState, SideState]:
     """The ``left`` and ``right`` side states of a two-input join in ``store``."""
-    return (SideState(store, "left", left, key_types, bookkeeping),
-            SideState(store, "right", right, key_types, bookkeeping))
+    return (SideState(store, "left", left, key_types, bookkeeping, expires),
+            SideState(store, "right", right, key_types, bookkeeping, expires))
 
 
 def nullable_indices(ids: np.ndarray) -> pa.Array:

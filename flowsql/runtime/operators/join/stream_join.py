@@ -36,9 +36,15 @@ row, then phase (padded retractions before joined accumulations; joined retracti
 before padded re-insertions), then stored-row order. Stored rows keep insertion order,
 which is the order matches are emitted in. Applying a batch to its own side's multiset
 finds the stored rows equal to batch rows among those with the same key (another Acero
-key join) and compares whole rows there (``changelog.row_ids``). There is no state TTL:
-state grows with the number of distinct rows, as an unbounded join's state does in Flink
-without TTL.
+key join) and compares whole rows there (``changelog.row_ids``). Without state TTL,
+state grows with the number of distinct rows, as an unbounded join's state does in Flink.
+
+State time-to-live (``table.exec.state.ttl``): a stored row expires when it was not written
+for the interval (processing time), and an expired row no longer matches (it is dropped
+before the batch is joined). A row is written when it is stored and whenever its count
+changes (the same row accumulated or retracted again), and, on an outer side, when its
+number of matches changes -- the writes Flink's join state views make. Merely matching a
+row of the other side of an inner join reads it and does not keep it alive.
 """
 
 from __future__ import annotations
@@ -91,13 +97,14 @@ class StreamJoinOperator(Operator):
         self._store = StateStore.for_context(context)
         types = self._condition.key_types
         self._sides = both_sides(self._store, node.left.schema, node.right.schema, types,
-                                 _BOOKKEEPING)
+                                 _BOOKKEEPING, expires=True)
 
     # -- data ---------------------------------------------------------------------------
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not batch.num_rows:
             return []
+        self._store.expire()
         width = self._widths[input]
         adds = is_addition(row_kinds(batch, width))
         data = data_columns(batch, width)
@@ -113,8 +120,10 @@ class StreamJoinOperator(Operator):
         if self._outer[1 - input] and len(rows):
             counts = stored.column(MATCHES).to_numpy().copy()
             np.add.at(counts, matches, np.where(adds[rows], 1, -1))
+            written = other.updated_at.copy()
+            written[matches] = self._store.ttl.now
             other.replace(stored.set_column(stored.schema.get_field_index(MATCHES),
-                                            MATCHES, pa.array(counts)))
+                                            MATCHES, pa.array(counts)), written)
         per_row = np.bincount(rows, weights=multiplicity, minlength=data.num_rows)
         self._store_rows(input, data, keys, adds, per_row.astype(np.int64))
         return out
@@ -210,9 +219,25 @@ class StreamJoinOperator(Operator):
         added = fresh.take(pa.array(new, pa.int64()))
         added = added.set_column(added.schema.get_field_index(COUNT), COUNT,
                                  pa.array(net[batch_ids[new]], pa.int64()))
+        live = counts > 0
         kept = stored.set_column(stored.schema.get_field_index(COUNT), COUNT,
-                                 pa.array(counts)).filter(pa.array(counts > 0))
-        side.replace(pa.concat_tables([kept, added]))
+                                 pa.array(counts)).filter(pa.array(live))
+        side.replace(pa.concat_tables([kept, added]),
+                     self._written(side.updated_at, candidates, len(ids), stored_ids,
+                                   batch_ids, live, len(new)))
+
+    def _written(self, updated_at: np.ndarray, candidates: np.ndarray, ids: int,
+                 stored_ids: np.ndarray, batch_ids: np.ndarray, live: np.ndarray,
+                 added: int) -> np.ndarray:
+        """Write times of the side's rows after the batch (the kept stored rows, then
+        ``added`` new ones): now for a stored row some batch row equals (its count was
+        written) and for new rows, unchanged for the others."""
+        now = self._store.ttl.now
+        hit = np.zeros(ids, dtype=bool)
+        hit[batch_ids] = True
+        stamps = updated_at.copy()
+        stamps[candidates[hit[stored_ids]]] = now
+        return np.concatenate([stamps[live], np.full(added, now, dtype=np.int64)])
 
     # -- checkpoints --------------------------------------------------------------------
 

@@ -27,6 +27,10 @@ key when record ``i`` arrives is the running minimum (keep-first) or maximum (ke
 the rowtimes before it in its partition, so the replacing records are found with one
 segmented cumulative min/max, and each one retracts the previous replacing record of its
 partition. The last replacing record of each partition is the new stored row.
+
+State time-to-live (``table.exec.state.ttl``): a key's stored row is written when a record
+replaces it (Flink updates the state only then), so a key expires the interval after its
+last replacement; its next record is then the key's first again and emits ``+I``.
 """
 
 from __future__ import annotations
@@ -65,16 +69,17 @@ class RowtimeDeduplicate(EventTimeOperator):
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
         self._partition, self._order = ranking_state.compile_all(self.node)
         self._start_event_time(context)
-        self._rows = self._store.keyed_table("rows", self._state_schema)
+        self._rows = self._store.keyed_table("rows", self._state_schema, expires=True)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if not self._keep_last:
             batch = self._without_late(batch)
         if not batch.num_rows:
             return []
+        self._store.expire()
         groups = self._rows.key_groups_of([fn(batch) for fn in self._partition],
                                           batch.num_rows)
-        stored = self._rows.take(self._rows.in_key_groups(np.unique(groups)))
+        stored, written = self._rows.take_stamped(self._rows.in_key_groups(np.unique(groups)))
         m = stored.num_rows
         data = ranking_state.concat_batches(ranking_state.as_batch(stored, self._data_schema),
                                      ranking_state.renamed(batch, self._data_schema))
@@ -96,9 +101,10 @@ class RowtimeDeduplicate(EventTimeOperator):
         out = self._changelog(data, order, positions[emitted], old[emitted], has_old[emitted])
         last = np.r_[starts[positions[1:]], True]  # the final row of each partition
         keep = order[positions[last]]
-        self._rows.replace(pa.concat_tables([self._rows.rows, ranking_state.state_rows(
+        written = np.concatenate([written, self._store.ttl.stamps(batch.num_rows)])
+        self._rows.append(ranking_state.state_rows(
             all_groups[keep], data.take(pa.array(keep)), [(_TIME, times[keep])],
-            self._rows.schema)]))
+            self._rows.schema), written[keep])
         return out
 
     def _without_late(self, batch: pa.RecordBatch) -> pa.RecordBatch:

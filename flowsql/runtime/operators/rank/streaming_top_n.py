@@ -20,6 +20,14 @@ input is insert-only, a row pushed below rank ``upper`` can never come back, so 
 only the rows ranked ``1..upper`` of each partition, with their rank (needed for the diff
 and for ties). The final result is the same however the input is chunked; the changelog
 differs only by the intermediate states a coarser chunking skips.
+
+State time-to-live (``table.exec.state.ttl``): a stored row is written when it enters its
+partition's top rows and keeps that time while it stays (Flink writes a Top-N entry when a
+row is put into it, not when a row merely keeps its place), so it expires the interval
+after it entered; a partition whose rows all expired starts afresh. Expiry emits nothing:
+rows downstream stay as they were, as in Flink. A deduplication on processing time is the
+Top-1 case: keep-first keeps a key's first row, which expires the interval after it came,
+and the key's next row then emits ``+I`` again; keep-last writes every row.
 """
 
 from __future__ import annotations
@@ -51,15 +59,16 @@ class TopN(Operator):
         super().open(context)
         self._partition, self._order = ranking_state.compile_all(self.node)
         self._store = StateStore.for_context(context)
-        self._rows = self._store.keyed_table("rows", self._state_schema)
+        self._rows = self._store.keyed_table("rows", self._state_schema, expires=True)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         node = self.node
         if not batch.num_rows or node.upper < 1:
             return []
+        self._store.expire()
         groups = self._rows.key_groups_of([fn(batch) for fn in self._partition],
                                           batch.num_rows)
-        stored = self._rows.take(self._rows.in_key_groups(np.unique(groups)))
+        stored, written = self._rows.take_stamped(self._rows.in_key_groups(np.unique(groups)))
         m, n = stored.num_rows, batch.num_rows
         data = ranking_state.concat_batches(ranking_state.as_batch(stored, self._data_schema),
                                      ranking_state.renamed(batch, self._data_schema))
@@ -75,9 +84,10 @@ class TopN(Operator):
         new_rank[permutation] = numbers
         out = self._changelog(data, ids, old_rank, new_rank, m)
         keep = permutation[numbers <= node.upper]
-        self._rows.replace(pa.concat_tables([self._rows.rows, ranking_state.state_rows(
+        written = np.concatenate([written, self._store.ttl.stamps(n)])
+        self._rows.append(ranking_state.state_rows(
             all_groups[keep], data.take(pa.array(keep)), [(_RANK, new_rank[keep])],
-            self._rows.schema)]))
+            self._rows.schema), written[keep])
         return out
 
     def _changelog(self, data: pa.RecordBatch, ids: np.ndarray, old_rank: np.ndarray,

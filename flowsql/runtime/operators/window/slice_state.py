@@ -48,6 +48,13 @@ class SliceState:
     def __len__(self) -> int:
         return len(self._slices)
 
+    def num_rows(self) -> int:
+        """Stored partial rows over all slices (the operator's state size)."""
+        return sum(t.num_rows for chunks in self._slices.values() for t in chunks)
+
+    def nbytes(self) -> int:
+        return sum(int(t.nbytes) for chunks in self._slices.values() for t in chunks)
+
     def ends(self) -> np.ndarray:
         """The ends of the stored slices, ascending."""
         return np.array(sorted(self._slices), np.int64)

@@ -90,7 +90,7 @@ from flowsql.runtime.operators.window.window_specs import (
 )
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 from flowsql.runtime.state.progress import EventTimeProgress
-from flowsql.runtime.state.store import StateStore
+from flowsql.runtime.state.store import StateStore, add_to_gauge
 from flowsql.runtime.time.watermarks import MIN_WATERMARK, BoundedOutOfOrderness
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
@@ -138,8 +138,7 @@ class WindowAggregateOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 self.spec.max_parallelism)
+        self._store = StateStore.for_context(context, self.spec.max_parallelism)
         self._progress = EventTimeProgress(self._store)
         if self.spec.window.kind == "session":
             self._windows = self._store.keyed_table("windows", self._state_schema)
@@ -150,6 +149,9 @@ class WindowAggregateOperator(Operator):
                                       self._accumulators)
             self._windows = self._store.keyed_table(
                 "windows", pa.schema(list(self._slices.table_schema)[1:]))
+            # the slices live outside the store between snapshots: count them too
+            add_to_gauge(context.gauges, "state_rows", self._slices.num_rows)
+            add_to_gauge(context.gauges, "state_bytes", self._slices.nbytes)
         self._watermark = MIN_WATERMARK
         self._next_counter = 0
         if self.node is not None:
