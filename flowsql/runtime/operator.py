@@ -71,6 +71,9 @@ class OperatorContext:
     #: ``end_input`` before ``close``, so a two-phase-commit sink commits its last rows on
     #: that checkpoint's completion instead of at ``end_input``
     checkpointing: bool = False
+    #: the operator's id within the job (what its checkpointed state is stored under;
+    #: empty outside a streaming run)
+    operator_id: str = ""
 
 
 class Operator:

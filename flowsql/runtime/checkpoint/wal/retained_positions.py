@@ -13,29 +13,33 @@ nothing is deleted.
 
 from __future__ import annotations
 
-from flowsql.runtime.checkpoint.wal.segments import LogPosition
+from typing import Generic, TypeVar
+
+#: a position in a log: anything recorded per checkpoint (a ``LogPosition``, or a log's
+#: name with one); the bookkeeping only hands it back
+Position = TypeVar("Position")
 
 
-class RetainedPositions:
+class RetainedPositions(Generic[Position]):
     """The positions of taken and completed checkpoints of one source subtask."""
 
     def __init__(self, num_retained: int) -> None:
         if num_retained < 1:
             raise ValueError(f"at least one checkpoint is retained, not {num_retained}")
         self.num_retained = num_retained
-        self._pending: dict[int, LogPosition] = {}
+        self._pending: dict[int, Position] = {}
         #: (checkpoint id, position) of completed checkpoints, oldest first
-        self._completed: list[tuple[int, LogPosition]] = []
+        self._completed: list[tuple[int, Position]] = []
 
-    def taken(self, checkpoint_id: int, position: LogPosition) -> None:
+    def taken(self, checkpoint_id: int, position: Position) -> None:
         """A snapshot recorded ``position`` for ``checkpoint_id``."""
         self._pending[checkpoint_id] = position
 
-    def restored(self, checkpoint_id: int, position: LogPosition) -> None:
+    def restored(self, checkpoint_id: int, position: Position) -> None:
         """The run was restored from ``checkpoint_id``, which completed."""
         self._complete(checkpoint_id, position)
 
-    def completed(self, checkpoint_id: int) -> LogPosition | None:
+    def completed(self, checkpoint_id: int) -> Position | None:
         """Checkpoint ``checkpoint_id`` completed: the position before which no retained
         checkpoint needs the log, or None when that is not known (yet)."""
         position = self._pending.pop(checkpoint_id, None)
@@ -45,12 +49,12 @@ class RetainedPositions:
             self._complete(checkpoint_id, position)
         return self.keep_from()
 
-    def keep_from(self) -> LogPosition | None:
+    def keep_from(self) -> Position | None:
         if len(self._completed) < self.num_retained:
             return None
         return self._completed[-self.num_retained][1]
 
-    def _complete(self, checkpoint_id: int, position: LogPosition) -> None:
+    def _complete(self, checkpoint_id: int, position: Position) -> None:
         if any(c == checkpoint_id for c, _ in self._completed):
             return
         self._completed.append((checkpoint_id, position))
