@@ -226,3 +226,28 @@ def test_no_log_without_checkpointing_or_when_turned_off(tmp_path: Path) -> None
             finally:
                 session.close()
         assert not list(Path(checkpoints).glob("*/wal"))
+
+
+def test_watermark_clause_and_event_time_windows() -> None:
+    """A WATERMARK on a socket table drives a TUMBLE window as on any source: the windows
+    the watermark passed fire with their full contents."""
+    events = [(1, "2024-01-01 00:00:00.100"), (2, "2024-01-01 00:00:00.900"),
+              (3, "2024-01-01 00:00:01.200"), (4, "2024-01-01 00:00:01.300"),
+              (5, "2024-01-01 00:00:02.500"),  # passes 00:00:02: the first two windows fire
+              (6, "2024-01-01 00:00:05.000")]  # passes 00:00:03 as well
+    data = "".join(f"{v},{ts}\n" for v, ts in events).encode()
+    with LineServer(send_then_hold(_chunks(data, 50))) as server:
+        session = _session()
+        try:
+            session.sql(f"CREATE TABLE ev (v INT, ts TIMESTAMP(3), "
+                        f"WATERMARK FOR ts AS ts - INTERVAL '0.5' SECOND) WITH ("
+                        f"'connector' = 'socket', 'hostname' = '127.0.0.1', "
+                        f"'port' = '{server.port}', 'format' = 'csv')")
+            rows = _streamed(session, "SELECT window_start, COUNT(*) AS n, SUM(v) AS s FROM "
+                             "TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECOND)) "
+                             "GROUP BY window_start, window_end", 3)
+        finally:
+            session.close()
+    assert [(str(r["window_start"]), r["n"], r["s"]) for r in rows] == [
+        ("2024-01-01 00:00:00", 2, 3), ("2024-01-01 00:00:01", 2, 7),
+        ("2024-01-01 00:00:02", 1, 5)]
