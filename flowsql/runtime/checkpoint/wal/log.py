@@ -16,8 +16,8 @@ Contract:
   read up to its torn frame (``parse_frames``) and never extended;
 * ``replay(start)`` yields every entry from ``start`` to the end of the log in log
   order (segment by segment, frame by frame), each with its position and the position
-  after it. A start whose segment is gone while its offset is not 0 is an error: the
-  entries it names were deleted;
+  after it. A start whose segment is gone is an error (the entries it names were
+  deleted), unless nothing was written there yet (no later segment, offset 0);
 * ``delete_before(position)`` deletes the segments wholly before ``position``; the
   segment holding it and everything after stay.
 
@@ -135,7 +135,11 @@ class WriteAheadLog:
     def replay(self, start: LogPosition) -> Iterator[LogEntry]:
         """The entries from ``start`` to the end of the log (see the module contract)."""
         present = [n for n in self.segments() if n >= start.segment]
-        if start.offset and (not present or present[0] != start.segment):
+        # segment numbers have no gaps but a deleted prefix, and a segment exists once an
+        # entry was written to it: a missing start segment with later ones, or a missing
+        # start segment holding the position's bytes, was deleted
+        missing = not present or present[0] != start.segment
+        if missing and (present or start.offset):
             raise LogTruncated(f"write-ahead log {self.directory}: segment {start.segment} "
                                "is gone; the entries a restore needs were deleted")
         for segment in present:

@@ -139,9 +139,12 @@ def test_roll_and_delete_before(open_log: OpenLog):
     deleted = log.delete_before(keep)
     assert deleted and all(n < keep.segment for n in deleted)
     assert _replayed(log, keep) == [(0, b"3"), (0, b"4")]
-    assert _replayed(log) == [(0, b"3"), (0, b"4")]
-    with pytest.raises(LogTruncated, match="were deleted"):
-        list(log.replay(LogPosition(0, 5)))
+    for gone in (LogPosition(0, 5), LogPosition(0, 0)):
+        with pytest.raises(LogTruncated, match="were deleted"):
+            list(log.replay(gone))
+    # a position nothing was written at yet replays nothing
+    log.roll()
+    assert _replayed(log, log.end) == []
     log.close()
 
 
