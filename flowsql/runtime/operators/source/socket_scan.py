@@ -20,8 +20,9 @@ Guarantees:
   downstream; the operator list state ``wal-position`` records where in the log the
   bytes not yet emitted start. A restored source first replays the log from there to its
   end -- what it received after the checkpoint and before the failure -- then connects
-  again. With an exactly-once sink, everything the source received is in the output
-  exactly once. What the server sent but this source never received (in the buffers of a
+  again (a restarted job that restores nothing, because it failed before its first
+  checkpoint completed, replays the whole log). With an exactly-once sink, everything
+  the source received is in the output exactly once. What the server sent but this source never received (in the buffers of a
   killed process, in flight) is lost: no receiver can recover it;
 * without checkpointing, or with the log turned off, records go downstream as they
   arrive and nothing is guaranteed across a failure: what was received since the last
@@ -201,10 +202,20 @@ class SocketScanOperator(PolledSource):
         return self._batches(self._splitter.feed(received, entry))
 
     def _start(self) -> None:
-        """Replay a restored position's log first (only with the log on)."""
+        """Replay a restored position's log first (only with the log on). A restarted
+        attempt that restores nothing (the job failed before its first checkpoint
+        completed, so no output was committed) replays the whole log its earlier attempts
+        wrote."""
         self._started = True
+        if self._location is None:
+            return
+        if self._restored is None and self.context.attempt > 0 and self._log is not None:
+            written = self._log.segments()
+            if written:
+                self._restored = _Recorded(self._log_dir, LogPosition(written[0], 0), 0, -1,
+                                           0, 0)
         recorded = self._restored
-        if recorded is None or self._location is None:
+        if recorded is None:
             return
         self._position_log = recorded.log
         self._splitter = RecordSplitter(self.delimiter,

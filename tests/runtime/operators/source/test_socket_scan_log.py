@@ -147,6 +147,29 @@ def test_a_restore_replays_what_was_received_after_the_snapshot(feed: Feed,
     third.close()
 
 
+def test_a_restart_before_the_first_checkpoint_replays_the_whole_log(
+        feed: Feed, tmp_path: Path) -> None:
+    first = _opened(feed.server.port, tmp_path)
+    feed.put(b"1,a\n2,")
+    assert _poll(first, 1) == [(1, "a")]
+    feed.put(b"b\n3,c\n")
+    assert _poll(first, 2) == [(2, "b"), (3, "c")]
+    _crash(first)
+    feed.close()
+    # no checkpoint completed: nothing was committed, and the restart restores nothing
+    second = _opened(feed.server.port, tmp_path, attempt=1)
+    assert _poll(second, 3) == [(1, "a"), (2, "b"), (3, "c")]
+    feed.put(b"4,d\n")
+    assert _poll(second, 1) == [(4, "d")]
+    second.close()
+    # a new job (attempt 0) never replays a log it finds
+    fresh = _opened(feed.server.port, tmp_path)
+    feed.close()
+    feed.put(b"5,e\n")
+    assert _poll(fresh, 1) == [(5, "e")]
+    fresh.close()
+
+
 def test_a_torn_last_frame_is_not_replayed(feed: Feed, tmp_path: Path) -> None:
     first = _opened(feed.server.port, tmp_path)
     feed.put(b"1,a\n")
