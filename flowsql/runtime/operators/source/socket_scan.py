@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.catalog import TableEntry
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.config.socket import SOCKET
 from flowsql.planner.expressions import conjoin
@@ -98,11 +99,8 @@ class _Recorded:
                    int(row["tail_byte"]))
 
 
-def check_socket_table(table: object) -> None:
+def check_socket_table(table: TableEntry) -> None:
     """CREATE TABLE: the format must be able to carry the table's columns."""
-    from flowsql.planner.catalog import TableEntry
-
-    assert isinstance(table, TableEntry)
     payload_format(str(SOCKET.value(table.options, "format")), table.schema, table.options)
 
 
