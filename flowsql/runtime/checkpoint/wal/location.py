@@ -51,5 +51,6 @@ def log_location(settings: Mapping[str, str], checkpointing: bool) -> LogLocatio
     config = CheckpointSettings.of(settings)
     if config is None or not SettingValues(settings).boolean(ENABLED):
         return None
-    storage = CheckpointStorage.from_uri(config.directory, "wal")
+    # only the file system and base path are used: the job id is not part of them
+    storage = CheckpointStorage.from_uri(config.directory, job_id="-")
     return LogLocation(storage.filesystem, storage.base_path, config.num_retained)
