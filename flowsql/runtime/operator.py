@@ -76,6 +76,9 @@ class OperatorContext:
     processing_clock: Callable[[], int] = epoch_ms
     #: metrics measured when they are asked for (keyed state size), by metric name
     gauges: dict[str, Callable[[], int]] = field(default_factory=dict)
+    #: the operator's id within the job (what its checkpointed state is stored under;
+    #: empty outside a streaming run)
+    operator_id: str = ""
 
 
 class Operator:

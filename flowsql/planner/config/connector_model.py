@@ -88,6 +88,8 @@ class Connector:
     #: the source generates watermarks per split (Kafka partition) and combines them;
     #: the planner hands it the WATERMARK instead of placing an assigner above it
     split_watermarks: bool = False
+    #: the source never ends, whatever its options (socket)
+    unbounded: bool = False
 
     def option(self, key: str) -> Option:
         """The declaration of ``key`` (a connector or format option); KeyError if none."""
@@ -113,6 +115,8 @@ class Connector:
 
     def is_bounded(self, options: Mapping[str, str], row_count: int | None) -> bool:
         """Whether a source table of this connector ends."""
+        if self.unbounded:
+            return False
         if self.unbounded_with is not None and self.unbounded_with in options:
             return False
         if self.bounded_with is not None:

@@ -25,6 +25,7 @@ from flowsql.planner.config.connector_model import (
     Format,
 )
 from flowsql.planner.config.kafka import KAFKA, UPSERT_KAFKA
+from flowsql.planner.config.socket import SOCKET
 from flowsql.planner.config.suggest import did_you_mean
 from flowsql.planner.config.values import (
     BOOLEAN,
@@ -117,7 +118,8 @@ BLACKHOLE = Connector(
     source=False, sink=True, sink_accepts_updates=True)
 
 CONNECTORS: dict[str, Connector] = {
-    c.name: c for c in (FILESYSTEM, DATAGEN, PRINT, BLACKHOLE, KAFKA, UPSERT_KAFKA)}
+    c.name: c for c in (FILESYSTEM, DATAGEN, PRINT, BLACKHOLE, KAFKA, UPSERT_KAFKA,
+                         SOCKET)}
 
 
 def connector_of(options: Mapping[str, str]) -> Connector:

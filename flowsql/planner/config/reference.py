@@ -95,6 +95,8 @@ def _connector_section(connector: Connector) -> list[str]:
 def _boundedness(connector: Connector) -> str:
     if connector.updating_source:
         return "unbounded, a changelog"
+    if connector.unbounded:
+        return "unbounded"
     if connector.bounded_with is not None:
         return f"unbounded, bounded with '{connector.bounded_with}'"
     if connector.unbounded_with is not None:

@@ -126,6 +126,11 @@ SETTINGS: tuple[Option, ...] = (
            "With the rocksdb state backend, a checkpoint uploads only the SST files the "
            "previous ones did not and references those.",
            aliases=("state.backend.incremental",)),
+    Option("execution.source.wal.enabled", BOOLEAN, "true",
+           "Sources that cannot rewind (socket) write what they receive to a write-ahead "
+           "log under the checkpoint directory before passing it on, and a restore replays "
+           "it: on by default when checkpointing is on (without checkpointing no log is "
+           "written and nothing is guaranteed)."),
     Option("state.backend.type", STRING, "hashmap",
            "Where operator state lives: in memory as Arrow tables (hashmap) or in RocksDB on "
            "local disk (rocksdb).", aliases=("state.backend",),

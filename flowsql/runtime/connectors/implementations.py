@@ -102,6 +102,8 @@ _KAFKA = ConnectorImplementation(
     sink=_lazy("flowsql.runtime.connectors.kafka.sink", "KafkaSink"),
     check=_lazy("flowsql.runtime.connectors.kafka.table_check", "check_kafka_table"))
 
+_SOCKET_SCAN = "flowsql.runtime.operators.source.socket_scan"
+
 IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
     "filesystem": ConnectorImplementation(
         _describe_files, scan=_scan_files, split_scan=_split_files,
@@ -115,6 +117,9 @@ IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
                                                      "BlackholeSink")()),
     "kafka": _KAFKA,
     "upsert-kafka": _KAFKA,
+    "socket": ConnectorImplementation(
+        _declared, scan=_lazy(_SOCKET_SCAN, "SocketScanOperator"),
+        check=_lazy(_SOCKET_SCAN, "check_socket_table")),
 }
 
 

@@ -202,7 +202,8 @@ class StreamingRun:
                                           subtask_index=self._subtask_index,
                                           parallelism=self._parallelism,
                                           job_id=self._job_id, attempt=self._attempt,
-                                          checkpointing=self._checkpointing is not None)
+                                          checkpointing=self._checkpointing is not None,
+                                          operator_id=vertex.operator_id)
                 _guarded(vertex.label, vertex.operator.open, context)
             if self._restore is not None:
                 for vertex in self._vertices:

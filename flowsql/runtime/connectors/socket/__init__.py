@@ -1,0 +1,3 @@
+"""The ``socket`` connector's pieces: the client connection (``connection``) and the
+splitting of received bytes into records (``records``). The source operator is
+``flowsql.runtime.operators.source.socket_scan``."""
