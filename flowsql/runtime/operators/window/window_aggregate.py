@@ -138,8 +138,11 @@ class WindowAggregateOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
-        self._store = StateStore(context.subtask_index, context.parallelism,
-                                 self.spec.max_parallelism)
+        # a planned operator files state under the job's key groups, which are the ones
+        # the exchange in front of it routes by (``pipeline.max-parallelism``)
+        self._store = (StateStore.for_context(context) if self.node is not None else
+                       StateStore(context.subtask_index, context.parallelism,
+                                  self.spec.max_parallelism))
         self._progress = EventTimeProgress(self._store)
         if self.spec.window.kind == "session":
             self._windows = self._store.keyed_table("windows", self._state_schema)
