@@ -57,6 +57,7 @@ from flowsql.planner.schema import Field, Schema, to_arrow_schema
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.parallel.partitioner import Partitioner
+from flowsql.runtime.partitioning import key_groups
 from flowsql.runtime.registry import create_operator
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 from tests.harness.operators import leaf
@@ -108,6 +109,32 @@ def _table(seed: int) -> pa.Table:
                                                            for _ in range(ROWS)], pa.int64()),
                     "ws": pa.array(start, TS), "we": pa.array(start + 10_000, TS)})
     return pa.table(columns)
+
+
+# -- representations: what the engine casts must not move a key ----------------------------
+
+_STORAGE_FORMS = {
+    "large_string": pa.array(_STRINGS, pa.large_string()),
+    "string_view": pa.array(_STRINGS, pa.string_view()),
+    "dictionary": pa.array(_STRINGS, pa.string()).dictionary_encode(),
+    "large_binary": pa.array([None if v is None else v.encode() for v in _STRINGS],
+                             pa.large_binary()),
+    "binary_view": pa.array([None if v is None else v.encode() for v in _STRINGS],
+                            pa.binary_view()),
+    "timestamp_ns": pa.array([0, 1_000_000_123, -2_000_000_999, 1_700_000_000_123_456_789,
+                              None], pa.timestamp("ns")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_STORAGE_FORMS))
+def test_a_key_column_lands_in_the_key_group_of_its_engine_storage_form(name: str) -> None:
+    """A scan hands the engine normalized columns, and operators cast keys to the engine's
+    types (a join to the common key type): that cast must keep every key's key group."""
+    column = _STORAGE_FORMS[name]
+    normalized = pc.cast(column, T.normalize_storage_type(column.type), safe=False)
+    assert not normalized.type.equals(column.type)
+    assert (key_groups([column], MAX_PARALLELISM).tolist()
+            == key_groups([normalized], MAX_PARALLELISM).tolist())
 
 
 # -- keys: which columns (or expressions over them) an operator is keyed by -----------------
