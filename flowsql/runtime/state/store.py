@@ -22,7 +22,7 @@ from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_range
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.list_state import LIST_KIND, Distribution, OperatorListState
-from flowsql.runtime.state.metadata import METADATA_KEY
+from flowsql.runtime.state.metadata import METADATA_KEY, check_max_parallelism
 from flowsql.runtime.time.timers import TimerService
 
 
@@ -71,12 +71,15 @@ class StateStore:
     def restore(self, tables: dict[str, pa.Table]) -> None:
         """Restore every registered state from ``tables``; a missing table means empty state
         (an operator added by an upgrade), an unknown table is an error (a state dropped by
-        an upgrade would be silently lost)."""
+        an upgrade would be silently lost), and so is a keyed or timer table written with
+        another ``max_parallelism`` (``metadata.check_max_parallelism``)."""
         known = ({f"keyed/{n}" for n in self._keyed} | {f"list/{n}" for n in self._lists}
                  | {f"timers/{n}" for n in self._timers})
         unknown = sorted(set(tables) - known)
         if unknown:
             raise ExecutionError(f"snapshot holds state this operator does not know: {unknown}")
+        for name, table in tables.items():
+            check_max_parallelism(table, name, self.max_parallelism)
         for name, keyed in self._keyed.items():
             if f"keyed/{name}" in tables:
                 keyed.restore(tables[f"keyed/{name}"], self.key_groups)
