@@ -156,7 +156,7 @@ def _run(tmp: Path, query: str, parallelism: int, backend: str, out: Path,
          restore: Path | None, until: Callable[[Counter[tuple[Any, ...]]], bool],
          checkpoints: Path, timeout_s: float = 60.0) -> Path:
     """Run the INSERT until ``until(committed rows)``, cancel (a final checkpoint) and
-    return that checkpoint."""
+    return the latest completed checkpoint."""
     session = _session(tmp, query, parallelism, backend, checkpoints, out, restore)
     try:
         job = session.sql(f"INSERT INTO out_t {QUERIES[query][1]}").job
@@ -172,10 +172,9 @@ def _run(tmp: Path, query: str, parallelism: int, backend: str, out: Path,
         assert job.wait(60) == "CANCELED"
     finally:
         session.close()
-    hidden = sorted(p.name for p in out.glob(".*"))
-    assert not hidden, (f"{query} at parallelism {parallelism}: files left in progress: "
-                        f"{hidden}; checkpoints {sorted(p.name for p in checkpoints.glob('*/*'))}"
-                        f", job {job.info()}")
+    # the restore point: the cancel's final checkpoint, or, when that one did not complete
+    # (it can fail under load), the latest one before it: then the sink's pending files of
+    # the failed one stay hidden until the next run restores and rewrites their rows
     checkpoint = latest_checkpoint(checkpoints)
     assert checkpoint is not None, "no checkpoint completed"
     return checkpoint
@@ -314,7 +313,7 @@ def _check_updating(tmp_path: Path, query: str, backend: str,
 
 
 #: what CI runs (each test is four jobs and a baseline, 15-25 s); ``-m slow`` runs the rest
-FAST = [("tumble", "hashmap"), ("interval_join", "rocksdb")]
+FAST = [("tumble", "hashmap"), ("over", "rocksdb")]
 FAST_UPDATING = [("group_by", "hashmap")]
 
 
