@@ -12,9 +12,20 @@ Contract (what checkpoints and cross-process shuffles rely on):
   binary types hash their bytes; dictionary arrays hash their values. Decimals hash their
   unscaled integer, so equal values with *different* scales do not hash equal: the planner
   casts both sides to one type first. NULL hashes to a fixed constant.
+* A column hashes as its engine storage form (``planner.types.normalize_storage_type``):
+  a dictionary, large or view string, large binary or nanosecond timestamp lands in the key
+  group of the same values cast to string, binary or microsecond timestamp, so no cast an
+  operator makes to the engine's types can move a key to another key group.
 * A key group is ``hash % max_parallelism``; the subtask that owns key group ``kg`` is
   ``kg * parallelism // max_parallelism``. Keyed state is stored per key group, so rescaling
   only reassigns contiguous key-group ranges (``key_group_range``) and never rehashes rows.
+
+``key_groups`` is the one definition of a row's key group. The exchange routes by it
+(``split_batch_by_subtask`` over the key expressions evaluated in their declared types) and
+every keyed operator files state and timers by it (``KeyedTableState.key_groups_of`` over
+the same expressions, or ``key_groups_of_hashes`` over hashes it keeps anyway); a rescaled
+restore is only correct because the two agree, which
+``tests/runtime/state/test_key_group_routing.py`` checks for every keyed operator.
 
 Everything here is vectorized with numpy over Arrow buffers: no per-row Python. The mixing
 function is the murmur3 64-bit finalizer (``fmix64``); strings are hashed 8 bytes at a time,
@@ -31,6 +42,7 @@ import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.config.settings import setting
+from flowsql.planner.types import normalize_storage_type as storage_type
 
 #: default number of key groups, the upper bound on any operator's parallelism
 #: key groups when ``max_parallelism`` is not set (its declared default)
@@ -84,9 +96,16 @@ def hash_columns(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
 
 
 def key_groups(columns: Sequence[pa.Array | pa.ChunkedArray], max_parallelism: int) -> np.ndarray:
-    """Key group in ``[0, max_parallelism)`` of every row, as int64."""
+    """Key group in ``[0, max_parallelism)`` of every row, as int64: the key group the
+    exchange routes the row by and its keyed state is filed under."""
+    return key_groups_of_hashes(hash_columns(columns), max_parallelism)
+
+
+def key_groups_of_hashes(hashes: np.ndarray, max_parallelism: int) -> np.ndarray:
+    """The key groups of keys whose ``hash_columns`` are ``hashes`` (int64), for an owner
+    that keeps the hashes of its keys."""
     _check_max_parallelism(max_parallelism)
-    return (hash_columns(columns) % _U64(max_parallelism)).astype(np.int64)
+    return (np.asarray(hashes, _U64) % _U64(max_parallelism)).astype(np.int64)
 
 
 def subtask_for_key_group(key_group: int | np.ndarray, parallelism: int,
@@ -148,6 +167,8 @@ def _hash_values(array: pa.Array) -> np.ndarray:
         return dictionary_hashes[indices] if len(dictionary_hashes) else np.zeros(len(array), _U64)
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return _hash_int64(pc.cast(array, pa.int64(), safe=False))
+    if pa.types.is_timestamp(t) and not storage_type(t).equals(t):
+        return _hash_values(pc.cast(array, storage_type(t), safe=False))
     if pa.types.is_temporal(t) and t.bit_width in (32, 64) and not pa.types.is_interval(t):
         return _hash_int64(array.view(pa.int32() if t.bit_width == 32 else pa.int64()))
     if pa.types.is_floating(t):

@@ -38,3 +38,22 @@ def read_metadata(table: pa.Table, kind: str, name: str) -> dict[str, Any]:
             f"state '{name}': snapshot is {description.get('kind')} v{description.get('version')}"
             f", expected {kind} v{FORMAT_VERSION}")
     return description
+
+
+def check_max_parallelism(table: pa.Table, name: str, max_parallelism: int) -> None:
+    """Refuse a keyed or timer snapshot written with another number of key groups.
+
+    ``pipeline.max-parallelism`` fixes how keys map to key groups (``hash % max
+    parallelism``), so it is fixed for the life of the state: restored under another value,
+    every key would be looked up in the wrong key group and its state silently lost. A
+    table without a recorded value (list state) has no key groups and passes."""
+    raw = (table.schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        return
+    written = json.loads(raw).get("max_parallelism")
+    if written is not None and written != max_parallelism:
+        raise ExecutionError(
+            f"state '{name}' was written with pipeline.max-parallelism {written} and cannot "
+            f"be restored with pipeline.max-parallelism {max_parallelism}: the number of key "
+            "groups is fixed for the life of the state; restore with SET "
+            f"'pipeline.max-parallelism' = '{written}'")

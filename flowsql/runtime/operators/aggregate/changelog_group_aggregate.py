@@ -80,7 +80,6 @@ from flowsql.runtime.changelog import (
 )
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import batch_size, conform, make_batch
-from flowsql.runtime.kernels.grouping import groupable
 from flowsql.runtime.kernels.variance import VARIANCE_AGGREGATES, variance
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.aggregate import numpy_sums
@@ -94,7 +93,7 @@ from flowsql.runtime.operators.aggregate.changelog_segments import (
     segmented_cumsum,
     value_events,
 )
-from flowsql.runtime.partitioning import hash_columns
+from flowsql.runtime.partitioning import hash_columns, key_groups_of_hashes
 from flowsql.runtime.state.keyed_table import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
 
@@ -248,7 +247,7 @@ class GroupAggregateOperator(Operator):
         args = [None if fn is None else numpy_sums.as_array(fn(data)) for fn in self._arg_fns]
         args = [None if a is None else conform(_non_null_type(a), agg.arg_type)
                 for a, agg in zip(args, self._aggs)]
-        hashes = (hash_columns([groupable(k) for k in keys]) if keys
+        hashes = (hash_columns(keys) if keys
                   else np.zeros(n, dtype=np.uint64))
 
         # take the touched groups out of state and give stored and new rows common ids
@@ -458,7 +457,7 @@ class GroupAggregateOperator(Operator):
         """Put the touched groups back (those still holding rows) with their new state."""
         live = counts > 0
         kept = pa.array(np.flatnonzero(live))
-        key_groups = (group_hashes % np.uint64(self._max_parallelism)).astype(np.int32)
+        key_groups = key_groups_of_hashes(group_hashes, self._max_parallelism).astype(np.int32)
         columns: dict[str, pa.Array] = {
             KEY_GROUP: pa.array(key_groups[live]), _HASH: pa.array(group_hashes[live])}
         columns.update({k: c.take(kept) for k, c in zip(self._keys, group_keys)})

@@ -138,7 +138,10 @@ class WindowAggregateOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         context.metrics.setdefault(LATE_RECORDS_DROPPED, 0)
-        self._store = StateStore.for_context(context, self.spec.max_parallelism)
+        # a planned operator files state under the job's key groups, which are the ones
+        # the exchange in front of it routes by (``pipeline.max-parallelism``)
+        self._store = StateStore.for_context(
+            context, None if self.node is not None else self.spec.max_parallelism)
         self._progress = EventTimeProgress(self._store)
         if self.spec.window.kind == "session":
             self._windows = self._store.keyed_table("windows", self._state_schema)
