@@ -117,6 +117,18 @@ def report_table(verdicts: Sequence[StateVerdict]) -> pa.Table:
     })
 
 
+def report_text(verdicts: Sequence[StateVerdict]) -> str:
+    """The verdicts as an aligned text table, nothing cut short (a detail can be long)."""
+    rows = [("operator", "state", "verdict", "rows", "detail")] + [
+        (v.operator_id, v.state, v.verdict, str(v.rows), v.detail) for v in verdicts]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [" | ".join([*(cell.ljust(w) if i != 3 else cell.rjust(w)
+                           for i, (cell, w) in enumerate(zip(row[:4], widths))),
+                         row[4]]).rstrip() for row in rows]
+    lines.insert(1, "-+-".join(["-" * w for w in widths] + ["-" * 6]))
+    return "\n".join(lines)
+
+
 def _loses_data(verdict: StateVerdict) -> bool:
     if verdict.verdict == DROPPED:
         return verdict.rows > 0

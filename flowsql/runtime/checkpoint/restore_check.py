@@ -11,7 +11,7 @@ new, which would be dropped (``compatibility`` judges; this module gathers what 
 
 ``check_restore`` runs both, refuses the job with the verdict table when a state is
 incompatible or would be dropped without ``execution.savepoint.ignore-unclaimed-state``,
-and otherwise returns that table for the caller to show.
+and otherwise returns the verdicts for the caller to show.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from flowsql.planner.physical_streaming import SinkExec
 from flowsql.runtime.checkpoint.backends.rocksdb import is_rocksdb_snapshot, read_rocksdb_snapshot
 from flowsql.runtime.checkpoint.compatibility import (
     SavedState,
+    StateVerdict,
     judge,
     refusal,
-    report_table,
+    report_text,
 )
 from flowsql.runtime.checkpoint.recovery import savepoint_source
 from flowsql.runtime.checkpoint.task_state import RestoreSource
@@ -41,9 +42,11 @@ from flowsql.runtime.registry import create_operator
 IGNORE_UNCLAIMED = "execution.savepoint.ignore-unclaimed-state"
 
 
-def check_restore(plan: PhysicalPlan, settings: Mapping[str, str]) -> pa.Table | None:
-    """The verdict table for starting ``plan`` from ``execution.savepoint.path`` (None when
-    it is unset); ExecutionError naming every offending state when the job must not start."""
+def check_restore(plan: PhysicalPlan, settings: Mapping[str, str]
+                  ) -> list[StateVerdict] | None:
+    """The verdicts for starting ``plan`` from ``execution.savepoint.path`` (None when it
+    is unset); ExecutionError naming every offending state when the job must not start
+    (``compatibility.report_table`` and ``report_text`` present the verdicts)."""
     source = savepoint_source(dict(settings))
     if source is None:
         return None
@@ -51,12 +54,10 @@ def check_restore(plan: PhysicalPlan, settings: Mapping[str, str]) -> pa.Table |
     ignore = SettingValues(dict(settings)).boolean(IGNORE_UNCLAIMED)
     reason = refusal(verdicts, ignore)
     if reason is not None:
-        from flowsql.render import render_table
-
-        table = render_table(report_table(verdicts), max_rows=None, footer=False)
         raise ExecutionError(f"cannot start from savepoint "
-                             f"'{settings.get('execution.savepoint.path')}': {reason}\n{table}")
-    return report_table(verdicts)
+                             f"'{settings.get('execution.savepoint.path')}': {reason}\n"
+                             f"{report_text(verdicts)}")
+    return verdicts
 
 
 def declared_states(plan: PhysicalPlan, settings: Mapping[str, str]

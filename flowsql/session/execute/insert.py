@@ -20,7 +20,7 @@ __all__ = ["execute_insert", "sink_plan"]
 
 def execute_insert(session: Session, statement: InsertStatement) -> Result:
     """``INSERT INTO table query``: submits a job and returns its handle at once."""
-    from flowsql.render import render_table
+    from flowsql.runtime.checkpoint.compatibility import report_table, report_text
     from flowsql.runtime.checkpoint.restore_check import check_restore
     from flowsql.runtime.streaming.job import BoundedRun, Job
 
@@ -32,23 +32,23 @@ def execute_insert(session: Session, statement: InsertStatement) -> Result:
     query = QueryStatement(statement.text, statement.start, statement.end, ast=statement.ast)
     logical, optimized, physical, info = plan_statement(
         session, query, sink=lambda plan: sink_plan(plan, entry, statement.columns))
-    report = None
+    verdicts = None
     if info is not None:
-        report = check_restore(physical, session.settings)
+        verdicts = check_restore(physical, session.settings)
         run: Any = streaming_run(session, physical)
     else:
         run = BoundedRun(physical, dict(session.settings))
     job = Job(f"INSERT INTO {entry.name}", run)
     session.jobs.append(job)
     message = f"Job {job.id} submitted: INSERT INTO {entry.name}"
-    if report is not None:
+    if verdicts is not None:
         message += (f"\nstarting from savepoint "
                     f"{session.settings.get('execution.savepoint.path')}:\n"
-                    f"{render_table(report, max_rows=None, footer=False)}")
+                    f"{report_text(verdicts)}")
     return Result("job", message=message,
                   plan_text=explain_text(logical, optimized, physical,
                                          streaming=info is not None), job=job,
-                  restore_report=report)
+                  restore_report=None if verdicts is None else report_table(verdicts))
 
 
 def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | None

@@ -16,6 +16,7 @@ from flowsql.runtime.checkpoint.compatibility import (
     judge,
     refusal,
     report_table,
+    report_text,
 )
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.migration import compare, conform
@@ -89,6 +90,16 @@ def test_new_states_start_empty_and_the_report_lists_everything() -> None:
          "detail": "starts empty"},
         {"operator": "sink", "state": "*", "verdict": NEW, "rows": 0,
          "detail": "not in the savepoint"}]
+
+
+def test_the_report_text_is_aligned_and_cuts_nothing() -> None:
+    verdicts = judge({"agg": {"keyed/groups": _declared(WITH_SUM, DEFAULTS)}},
+                     {"agg": {"keyed/groups": _saved(GROUPS, 12)}})
+    assert report_text(verdicts).split("\n") == [
+        "operator | state        | verdict  | rows | detail",
+        "---------+--------------+----------+------+-------",
+        "agg      | keyed/groups | migrated |   12 | "
+        "+sum(v)_sum (starts at NULL), +sum(v)_n (starts at 0)"]
 
 
 def test_compare_and_conform_carry_a_table_over() -> None:
