@@ -40,22 +40,28 @@ def _session(checkpoints: Path, **settings: str) -> Any:
     return session
 
 
-@pytest.fixture(scope="module")
-def savepoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, int]:
-    """A completed checkpoint of OLD taken in the middle of the input, and its position."""
-    checkpoints = tmp_path_factory.mktemp("upgrades") / "checkpoints"
+def _stopped_midway(checkpoints: Path, query: str, after_s: float) -> Path:
+    """Run ``query`` for ``after_s`` seconds and at least one checkpoint, stop it (with a
+    final checkpoint) and return its latest completed checkpoint."""
     session = _session(checkpoints)
     try:
-        changes = session.sql(OLD).stream()
+        changes = session.sql(query).stream()
         started = time.monotonic()
         for _ in changes:
-            if time.monotonic() - started > 0.8 and latest_checkpoint(checkpoints):
+            if time.monotonic() - started > after_s and latest_checkpoint(checkpoints):
                 break
         changes.close()  # stops the job with a final checkpoint
     finally:
         session.close()
     checkpoint = latest_checkpoint(checkpoints)
     assert checkpoint is not None
+    return checkpoint
+
+
+@pytest.fixture(scope="module")
+def savepoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, int]:
+    """A completed checkpoint of OLD taken in the middle of the input, and its position."""
+    checkpoint = _stopped_midway(tmp_path_factory.mktemp("upgrades") / "checkpoints", OLD, 0.8)
     return str(checkpoint), _source_position(checkpoint)
 
 
@@ -183,20 +189,9 @@ def test_a_key_of_another_type_is_incompatible_even_when_drops_are_allowed(
 
 
 def test_reordered_joins_are_refused(tmp_path: Path) -> None:
-    checkpoints = tmp_path / "checkpoints"
     old = ("SELECT a.v % 5 AS k, COUNT(*) AS c FROM src a JOIN src2 b ON a.v = b.v "
            "GROUP BY a.v % 5")
-    session = _session(checkpoints)
-    try:
-        changes = session.sql(old).stream()
-        started = time.monotonic()
-        for _ in changes:
-            if time.monotonic() - started > 0.5 and latest_checkpoint(checkpoints):
-                break
-        changes.close()
-    finally:
-        session.close()
-    checkpoint = latest_checkpoint(checkpoints)
+    checkpoint = _stopped_midway(tmp_path / "checkpoints", old, 0.5)
     reordered = ("SELECT a.v % 5 AS k, COUNT(*) AS c FROM src2 b JOIN src a ON a.v = b.v "
                  "GROUP BY a.v % 5")
     with pytest.raises(ExecutionError, match=r"join-\w+ keyed/(left|right)"):
