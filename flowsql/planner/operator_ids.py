@@ -79,7 +79,8 @@ def operator_ids(plan: PhysicalPlan) -> list[str]:
 
 def node_operator_ids(plan: PhysicalPlan) -> dict[int, str]:
     """``id(node) -> operator id`` for every node of ``plan`` (valid while ``plan`` lives);
-    the job graph uses it to give each stage the ids of the nodes it runs."""
+    the job graph uses it to give each stage the ids of the nodes it runs. ``plan`` is a
+    tree, as the planner builds it: a subquery used twice is planned twice, as two nodes."""
     digests: dict[int, str] = {}
     labels: dict[int, str] = {}
 
