@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.runtime.partitioning import key_groups
-from flowsql.runtime.state.metadata import read_metadata, with_metadata
+from flowsql.runtime.state.metadata import check_max_parallelism, read_metadata, with_metadata
 from flowsql.runtime.state.migration import conform
 from flowsql.runtime.state.ttl import UPDATED_AT, StateTtl
 
@@ -184,12 +184,8 @@ class KeyedTableState:
     def restore(self, snapshot: pa.Table, groups: range | None = None) -> None:
         """Content of ``snapshot`` restricted to key groups ``groups`` (None: all), without
         the rows that expired by now (see the module docstring)."""
-        description = read_metadata(snapshot, _KIND, self.name)
-        if description.get("max_parallelism") != self.max_parallelism:
-            raise ExecutionError(
-                f"state '{self.name}' was written with max parallelism "
-                f"{description.get('max_parallelism')} and cannot be restored with "
-                f"{self.max_parallelism}")
+        read_metadata(snapshot, _KIND, self.name)
+        check_max_parallelism(snapshot, self.name, self.max_parallelism)
         rows = snapshot.replace_schema_metadata(None)
         if groups is not None:
             owned = rows.column(KEY_GROUP)

@@ -55,5 +55,5 @@ def check_max_parallelism(table: pa.Table, name: str, max_parallelism: int) -> N
         raise ExecutionError(
             f"state '{name}' was written with pipeline.max-parallelism {written} and cannot "
             f"be restored with pipeline.max-parallelism {max_parallelism}: the number of key "
-            "groups is fixed for the life of the state; restore with SET "
+            "groups (the max parallelism) is fixed for the life of the state; restore with SET "
             f"'pipeline.max-parallelism' = '{written}'")

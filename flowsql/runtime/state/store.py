@@ -31,7 +31,7 @@ from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM, key_group_range
 from flowsql.runtime.state.keyed_table import KeyedTableState
 from flowsql.runtime.state.list_state import LIST_KIND, Distribution, OperatorListState
-from flowsql.runtime.state.metadata import METADATA_KEY, check_max_parallelism
+from flowsql.runtime.state.metadata import METADATA_KEY
 from flowsql.runtime.state.ttl import StateTtl
 from flowsql.runtime.time.timers import TimerService
 
@@ -125,10 +125,8 @@ class StateStore:
         (``checkpoint.compatibility``), which refuses unclaimed state unless
         ``execution.savepoint.ignore-unclaimed-state`` allows dropping it, and a restart
         restores the job's own checkpoints, whose states are exactly the registered ones.
-        A keyed or timer table written with another ``max_parallelism`` is an error
-        (``metadata.check_max_parallelism``)."""
-        for name, table in tables.items():
-            check_max_parallelism(table, name, self.max_parallelism)
+        A keyed or timer table written with another ``max_parallelism`` is an error (the
+        tables check it themselves: ``metadata.check_max_parallelism``)."""
         for name, keyed in self._keyed.items():
             if f"keyed/{name}" in tables:
                 keyed.restore(tables[f"keyed/{name}"], self.key_groups)

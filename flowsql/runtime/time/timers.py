@@ -23,9 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from flowsql.errors import ExecutionError
 from flowsql.runtime.state.keyed_table import KEY_GROUP
-from flowsql.runtime.state.metadata import read_metadata, with_metadata
+from flowsql.runtime.state.metadata import check_max_parallelism, read_metadata, with_metadata
 
 _KIND = "timers"
 TIMER_SCHEMA = pa.schema([pa.field(KEY_GROUP, pa.int32(), nullable=False),
@@ -86,11 +85,8 @@ class TimerService:
                              max_parallelism=self.max_parallelism)
 
     def restore(self, snapshot: pa.Table, groups: range | None = None) -> None:
-        description = read_metadata(snapshot, _KIND, self.name)
-        if description.get("max_parallelism") != self.max_parallelism:
-            raise ExecutionError(f"timers '{self.name}' were written with max parallelism "
-                                 f"{description.get('max_parallelism')}, not "
-                                 f"{self.max_parallelism}")
+        read_metadata(snapshot, _KIND, self.name)
+        check_max_parallelism(snapshot, f"timers {self.name}", self.max_parallelism)
         owned = snapshot.column(KEY_GROUP).to_numpy()
         keep = (np.ones(len(owned), bool) if groups is None
                 else (owned >= groups.start) & (owned < groups.stop))
