@@ -13,17 +13,10 @@ import pyarrow as pa
 
 from flowsql.errors import CatalogError
 from flowsql.planner.config.connectors import CONNECTOR_OPTION, FILESYSTEM
+from flowsql.planner.statistics import ColumnStatistics, TableStatistics
 
-
-@dataclass(frozen=True)
-class TableStatistics:
-    """What the optimizer may know about a table before reading it."""
-
-    row_count: int | None = None
-    total_bytes: int | None = None
-    #: column name -> an upper bound of its distinct values (from min/max of integer and
-    #: date columns), which tells a 25-value foreign key from a primary key
-    distinct_bounds: dict[str, int] = field(default_factory=dict)
+__all__ = ["Catalog", "ColumnStatistics", "ComputedColumn", "Entry", "MetadataColumn",
+           "TableEntry", "TableStatistics", "ViewEntry", "WatermarkSpec"]
 
 
 @dataclass(frozen=True)

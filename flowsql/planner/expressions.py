@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from flowsql.planner import types as T
+from flowsql.planner.udf import UserFunction
 
 if TYPE_CHECKING:
     from flowsql.planner.logical import LogicalPlan
@@ -121,6 +122,21 @@ class SortKey:
 
 
 @dataclass(frozen=True, slots=True)
+class UdfCall(Expr):
+    """A call of a user-defined scalar function (see :mod:`flowsql.planner.udf`)."""
+
+    function: UserFunction
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return replace(self, args=tuple(children))
+
+
+@dataclass(frozen=True, slots=True)
 class AggCall(Expr):
     """An aggregate inside an Aggregate node: sum, count, count_star, avg, min, max,
     stddev_samp, stddev_pop, var_samp, var_pop, bool_and, bool_or, any_value.
@@ -131,6 +147,8 @@ class AggCall(Expr):
     dtype: pa.DataType
     distinct: bool = False
     filter: Expr | None = None
+    #: the user-defined aggregate this call runs (``name`` is then its registered name)
+    function: UserFunction | None = None
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + ((self.filter,) if self.filter is not None else ())
@@ -410,6 +428,8 @@ def render(e: Expr) -> str:
         if e.name == "in_list":
             return f"{render(e.args[0])} IN ({', '.join(render(a) for a in e.args[1:])})"
         return f"{e.name}({', '.join(render(a) for a in e.args)})"
+    if isinstance(e, UdfCall):
+        return f"{e.function.name}({', '.join(render(a) for a in e.args)})"
     if isinstance(e, AggCall):
         inner = "*" if e.name == "count_star" else ", ".join(render(a) for a in e.args)
         name = "count" if e.name == "count_star" else e.name

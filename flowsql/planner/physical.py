@@ -155,6 +155,30 @@ class HashJoinExec(_Binary):
 
 
 @dataclass(frozen=True, eq=False)
+class SortMergeJoinExec(_Binary):
+    """Equi-join of two inputs both sorted ascending (NULLS LAST) on their join keys
+    (``left_keys[i] = right_keys[i]``), plus an optional ``residual``; no hash table.
+
+    ``kind``: inner, left, right, full, semi or anti (no mark or null-aware variants: those
+    stay hash joins). The output keeps the left input's order, so it is sorted on the left
+    keys (and, for inner and left joins, equally on the right keys) and can serve an ORDER BY
+    or an aggregate over those keys above it. Keys never match on NULL.
+    """
+
+    left: PhysicalPlan
+    right: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    residual: Expr | None
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.left.schema, self.right.schema, None)
+
+
+@dataclass(frozen=True, eq=False)
 class NestedLoopJoinExec(_Binary):
     """Join without equality keys: every left row against every right row, filtered by
     ``condition`` (None: cross product). Same kinds as HashJoinExec."""
@@ -190,6 +214,25 @@ class HashAggregateExec(_Unary):
     """Group by ``group_exprs`` and compute ``aggs``; output group fields then agg fields.
     With no group expressions, exactly one row (aggregates over the empty input give
     COUNT 0 and NULL for the others)."""
+
+    input: PhysicalPlan
+    group_exprs: tuple[Expr, ...]
+    group_fields: Schema
+    aggs: tuple[AggCall, ...]
+    agg_fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.group_fields, *self.agg_fields)
+
+
+@dataclass(frozen=True, eq=False)
+class SortAggregateExec(_Unary):
+    """A streaming aggregate over input sorted on ``group_exprs`` (ascending, NULLS LAST):
+    a group is complete, and emitted, as soon as the next group's first row arrives, so it
+    holds one group at a time instead of a hash table. Output as :class:`HashAggregateExec`,
+    in the order of the groups (so sorted on the group fields)."""
 
     input: PhysicalPlan
     group_exprs: tuple[Expr, ...]

@@ -1,4 +1,5 @@
-"""Distribution properties: how the rows of a plan node are spread over its subtasks.
+"""Physical properties: how the rows of a plan node are spread over its subtasks
+(:class:`Distribution`) and in which order each subtask sees them (:class:`Ordering`).
 
 A :class:`Distribution` is a value, used both for what a node *delivers* and for what a
 consumer *requires*. ``delivered.satisfies(required)`` is a partial order ("same or
@@ -71,3 +72,38 @@ class Distribution:
 ANY = Distribution(ANY_KIND)
 SINGLE = Distribution(SINGLE_KIND)
 BROADCAST = Distribution(BROADCAST_KIND)
+
+
+@dataclass(frozen=True)
+class OrderKey:
+    """One sort key over a column id: ascending or not, NULLs first or last."""
+
+    cid: int
+    ascending: bool = True
+    nulls_first: bool = False
+
+    def __str__(self) -> str:
+        order = "" if self.ascending else " desc"
+        nulls = " nulls first" if self.nulls_first else ""
+        return f"#{self.cid}{order}{nulls}"
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """The order of the rows each subtask emits: lexicographic on ``keys`` (empty: none).
+
+    ``delivered.satisfies(required)`` when ``required``'s keys are a prefix of the delivered
+    ones: rows sorted on (a, b) are sorted on (a). Like distributions, orderings name column
+    ids of the node's output schema.
+    """
+
+    keys: tuple[OrderKey, ...] = ()
+
+    def satisfies(self, required: Ordering) -> bool:
+        return self.keys[:len(required.keys)] == required.keys
+
+    def __str__(self) -> str:
+        return "sorted(" + ", ".join(str(k) for k in self.keys) + ")" if self.keys else "none"
+
+
+UNORDERED = Ordering()

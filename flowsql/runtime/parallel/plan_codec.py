@@ -24,6 +24,7 @@ from flowsql.planner import expressions as E
 from flowsql.planner import physical as P
 from flowsql.planner import physical_streaming as S
 from flowsql.planner.catalog import (
+    ColumnStatistics,
     ComputedColumn,
     MetadataColumn,
     TableEntry,
@@ -33,19 +34,21 @@ from flowsql.planner.catalog import (
 from flowsql.planner.logical import WindowShape
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
+from flowsql.planner.udf import FunctionHints, UserFunction
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.parallel.type_names import type_from_name, type_name
 
 _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.TableScanExec, P.SourceWatermark, P.ValuesExec, P.FilterExec, P.ProjectExec, P.HashJoinExec,
-    P.NestedLoopJoinExec, P.HashAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
+    P.NestedLoopJoinExec, P.HashAggregateExec, P.SortMergeJoinExec, P.SortAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
     P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput,
     P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
     S.WindowedAggregateExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
-    E.Frame, E.WindowCall, Field, TableEntry, TableStatistics, WatermarkSpec,
+    E.Frame, E.WindowCall, E.UdfCall, UserFunction, FunctionHints, Field, TableEntry,
+    TableStatistics, ColumnStatistics, WatermarkSpec,
     ComputedColumn, MetadataColumn)}
 
 
