@@ -76,13 +76,22 @@ def explain_logical(plan: LogicalPlan) -> str:
     return "\n".join(lines)
 
 
-def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None) -> str:
+def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None,
+                     estimates: bool = True) -> str:
     """The physical plan as an indented tree with estimated rows per node; with
     ``operator_ids`` (``planner.operator_ids.node_operator_ids``, for streaming plans),
-    every node that keeps state also shows its operator id."""
+    every node that keeps state also shows its operator id. ``estimates=False`` leaves the
+    estimated rows out (``EXPLAIN (COSTS OFF)``): the plan's shape alone, which is what
+    golden files compare so that an estimator change does not rewrite them all."""
     lines: list[str] = []
-    _physical(plan, 0, lines, operator_ids)
+    _physical(plan, 0, lines, operator_ids, estimates)
     return "\n".join(lines)
+
+
+def describe_physical(plan: PhysicalPlan) -> str:
+    """One node's EXPLAIN line without its estimate or children (EXPLAIN ANALYZE prints
+    its own figures beside it)."""
+    return _physical_line(plan)
 
 
 # -- shared pieces -----------------------------------------------------------------------
@@ -175,13 +184,14 @@ def _logical_line(plan: LogicalPlan) -> str:
 
 # -- physical ----------------------------------------------------------------------------
 def _physical(plan: PhysicalPlan, depth: int, lines: list[str],
-              operator_ids: dict[int, str] | None) -> None:
+              operator_ids: dict[int, str] | None, estimates: bool = True) -> None:
     uid = ""
     if operator_ids is not None and keeps_state(plan):
         uid = f" id={operator_ids[id(plan)]}"
-    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}{uid}")
+    rows = f" rows=~{round(plan.est_rows)}" if estimates else ""
+    lines.append(INDENT * depth + _physical_line(plan) + f"{rows}{uid}")
     for child in plan.inputs:
-        _physical(child, depth + 1, lines, operator_ids)
+        _physical(child, depth + 1, lines, operator_ids, estimates)
 
 
 def _physical_line(plan: PhysicalPlan) -> str:

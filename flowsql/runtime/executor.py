@@ -21,8 +21,11 @@ import pyarrow as pa
 
 from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.planner.config.settings import SettingValues
+from flowsql.planner.explain_analyze import OperatorActuals
+from flowsql.planner.operator_ids import node_operator_ids
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
+from flowsql.runtime.operator_profile import Profile
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.runtime.result_table import result_table
@@ -37,6 +40,9 @@ class _Job:
     settings: dict[str, str]
     memory: MemoryBudget
     next_id: int = 0
+    #: per-operator rows and time (EXPLAIN ANALYZE); None on a normal run, which then
+    #: pays nothing for it
+    profile: Profile | None = None
 
 
 def _job(settings: dict[str, str]) -> _Job:
@@ -60,7 +66,8 @@ def _run(node: PhysicalPlan, job: _Job) -> Generator[pa.RecordBatch, None, None]
     label = f"{describe(node)} [operator {job.next_id}]"
     operator: Operator = _guarded(label, create_operator, node)
     context = OperatorContext(name=label, settings=job.settings, memory=job.memory)
-    yield from pull(node, operator, context, _guarded, lambda child: _run(child, job))
+    batches = pull(node, operator, context, _guarded, lambda child: _run(child, job))
+    yield from batches if job.profile is None else job.profile.timed(node, batches)
 
 
 def execute_batches(plan: PhysicalPlan, settings: dict[str, str]) -> Iterator[pa.RecordBatch]:
@@ -72,3 +79,13 @@ def execute(plan: PhysicalPlan, settings: dict[str, str]) -> pa.Table:
     """Run the plan to completion; columns are named by the plan schema (duplicates
     allowed) and typed by it."""
     return result_table(plan, list(execute_batches(plan, settings)))
+
+
+def execute_profiled(plan: PhysicalPlan, settings: dict[str, str]
+                     ) -> tuple[pa.Table, dict[str, OperatorActuals]]:
+    """``execute``, plus every operator's rows and own time by operator id (EXPLAIN
+    ANALYZE; see :mod:`flowsql.runtime.operator_profile`)."""
+    job = _job(settings)
+    job.profile = Profile()
+    table = result_table(plan, list(_run(plan, job)))
+    return table, job.profile.actuals(plan, node_operator_ids(plan))

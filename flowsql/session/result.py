@@ -32,6 +32,9 @@ class Result:
     #: a streaming job started from a savepoint: the verdict for every state (operator,
     #: state, verdict -- restored, migrated, new, dropped --, rows, detail)
     restore_report: pa.Table | None = None
+    #: EXPLAIN ANALYZE: one row per physical operator with its estimated and actual rows,
+    #: q-error and own seconds (``planner.explain_analyze.ANALYSIS_SCHEMA``)
+    analysis: pa.Table | None = None
 
     def to_arrow(self) -> pa.Table:
         """The result rows; in streaming mode, the final rows of the changelog (an error

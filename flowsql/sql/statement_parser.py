@@ -57,7 +57,9 @@ class QueryStatement(Statement):
 @dataclass(frozen=True)
 class ExplainStatement(Statement):
     ast: exp.Expression = field(default=None)  # type: ignore[assignment]
-    mode: str = "plan"  # plan | verbose | pyspark
+    mode: str = "plan"  # plan | verbose | pyspark | analyze
+    #: False for ``EXPLAIN (COSTS OFF)``: the plan's shape without estimated rows
+    estimates: bool = True
 
 
 @dataclass(frozen=True)
@@ -213,14 +215,23 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         words = _upper_words(tokens, 3)
     if head == "EXPLAIN":
         mode, skip = "plan", 1
-        if len(words) > 1 and words[1] in ("VERBOSE", "PYSPARK"):
+        estimates = True
+        if words[1:2] == ["("] and len(tokens) > 4 and tokens[2].text.upper() == "COSTS":
+            # EXPLAIN (COSTS OFF): PostgreSQL's option to leave estimates out
+            if tokens[3].text.upper() not in ("ON", "OFF") or tokens[4].text != ")":
+                raise SqlSyntaxError("expected EXPLAIN (COSTS ON|OFF) <query>",
+                                     tokens[2].line, tokens[2].col, text)
+            estimates = tokens[3].text.upper() == "ON"
+            tokens = [tokens[0], *tokens[5:]]
+            words = _upper_words(tokens, 3)
+        if len(words) > 1 and words[1] in ("VERBOSE", "PYSPARK", "ANALYZE"):
             mode, skip = words[1].lower(), 2
         elif words[1:3] == ["PLAN", "FOR"]:
             skip = 3
         if len(tokens) <= skip:
             raise SqlSyntaxError("EXPLAIN needs a query", tokens[0].line, tokens[0].col, text)
         ast = _parse_ast(text, tokens[skip].start, end)
-        return ExplainStatement(text, start, end, ast=ast, mode=mode)
+        return ExplainStatement(text, start, end, ast=ast, mode=mode, estimates=estimates)
     if head == "SHOW":
         shown = _show_statement(text, start, end, tokens)
         if shown is not None:

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import itertools
 import threading
+from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
+from flowsql.planner.explain_analyze import OperatorActuals
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.channels import ChannelServer
 from flowsql.runtime.cluster import MiniCluster
 from flowsql.runtime.jobgraph import build_job_graph
+from flowsql.runtime.operator_profile import merge_reports
 from flowsql.runtime.parallel.result_channels import (
     receive_results,
     register_results,
@@ -50,6 +54,19 @@ class ParallelRunner:
     def execute(self, plan: PhysicalPlan, settings: dict[str, str],
                 parallelism: int) -> pa.Table:
         """Run ``plan`` (exchanges placed, root on one subtask) to completion."""
+        return self._execute(plan, settings, parallelism, profile=False)[0]
+
+    def execute_profiled(self, plan: PhysicalPlan, settings: dict[str, str],
+                         parallelism: int) -> tuple[pa.Table, dict[str, OperatorActuals]]:
+        """``execute``, plus every operator's rows (summed over its subtasks) and own time
+        (the slowest subtask's) by operator id, for EXPLAIN ANALYZE."""
+        table, results = self._execute(plan, settings, parallelism, profile=True)
+        return table, merge_reports(r["operators"] for r in results.values()
+                                    if "operators" in r)
+
+    def _execute(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int,
+                 profile: bool) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
+        """The result table and every task's result (by task id)."""
         graph = build_job_graph(plan, parallelism)
         if graph.root.parallelism != 1:
             raise ExecutionError("the root of a parallel plan must run on one subtask "
@@ -60,13 +77,16 @@ class ParallelRunner:
             tasks, edges, names = deployment(
                 graph, settings, cluster,
                 {"channel": f"result-{next(self._names)}", "host": host, "port": port})
+            if profile:
+                tasks = [replace(t, config={**t.config, "profile": True}) for t in tasks]
             channels = register_results(server, names, settings)
             try:
                 job = cluster.submit(tasks, edges, settings)
                 batches = list(receive_results(job, channels))
+                results = job.result()
             finally:
                 unregister_results(server, channels)
-        return result_table(plan, batches)
+        return result_table(plan, batches), results
 
     def stream(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int
                ) -> ParallelStreamingRun:

@@ -14,7 +14,8 @@ the operator), with three differences at the leaves and the root:
 Config keys: ``plan``, ``stage``, ``parallelism``, ``inputs`` (``[edge id, number of
 sending subtasks]`` in edge order, matching the order of the task's input channels),
 ``output`` (``{kind, keys, max_parallelism}`` or None) and ``result`` (``{channel, host,
-port}`` or None).
+port}`` or None); optionally ``profile`` (true: the subtask also reports each operator's
+rows and own time, for EXPLAIN ANALYZE; see :mod:`flowsql.runtime.operator_profile`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from flowsql.runtime.connectors.implementations import split_scan_operator
 from flowsql.runtime.events import CheckpointBarrier, SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
+from flowsql.runtime.operator_profile import Profile
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
 from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
@@ -48,7 +50,8 @@ _T = TypeVar("_T")
 
 
 def run_stage(context: TaskContext) -> Mapping[str, Any]:
-    """Run the subtask to the end of its input; report the rows it emitted."""
+    """Run the subtask to the end of its input; report the rows it emitted (and, when
+    profiled, its operators' figures under ``operators``)."""
     config = context.config
     plan: PhysicalPlan = loads(config["plan"])
     settings = dict(context.settings)
@@ -57,6 +60,8 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     try:
         budget = SettingValues(settings).memory_size("execution.memory-budget")
         pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget))
+        if config.get("profile"):
+            pipeline.profile = Profile()
         rows = 0
         for batch in pipeline.run(plan):
             sink.write(batch)
@@ -66,6 +71,8 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     except BaseException:
         sink.abort(f"task {context.task_id} failed")
         raise
+    if pipeline.profile is not None:
+        return {"rows": rows, "operators": pipeline.profile.report(plan, config["operator_ids"])}
     return {"rows": rows}
 
 
@@ -141,6 +148,7 @@ class _Pipeline:
         self.memory = memory
         self.next_id = 0
         self.channels = input_channels(context.config)
+        self.profile: Profile | None = None
 
     def _operator(self, node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
@@ -160,7 +168,8 @@ class _Pipeline:
         context = OperatorContext(name=label, settings=self.settings, memory=self.memory,
                                   subtask_index=self.task.subtask,
                                   parallelism=self.parallelism)
-        yield from pull(node, operator, context, _guarded, self.run)
+        batches = pull(node, operator, context, _guarded, self.run)
+        yield from batches if self.profile is None else self.profile.timed(node, batches)
 
 
 def input_channels(config: Mapping[str, Any]) -> dict[int, list[int]]:

@@ -1,4 +1,5 @@
-"""EXPLAIN [VERBOSE | PYSPARK]: the plans of a query, as a one-column table of lines."""
+"""EXPLAIN [(COSTS OFF)] [VERBOSE | PYSPARK | ANALYZE]: the plans of a query, as a one-column
+table of lines (ANALYZE runs the query: ``explain_analyze``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ __all__ = ["execute_explain"]
 
 
 def execute_explain(session: Session, statement: ExplainStatement) -> Result:
+    if statement.mode == "analyze":
+        from flowsql.session.execute.explain_analyze import execute_explain_analyze
+
+        return execute_explain_analyze(session, statement)
     logical, optimized, physical = plan_query(session, statement)
     if statement.mode == "pyspark":
         from flowsql.spark import pyspark_program
@@ -26,5 +31,6 @@ def execute_explain(session: Session, statement: ExplainStatement) -> Result:
     from flowsql.optimizer.physical_passes import streaming_mode
 
     text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose",
-                        streaming=streaming_mode(session.settings))
+                        streaming=streaming_mode(session.settings),
+                        estimates=statement.estimates)
     return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)

@@ -58,16 +58,17 @@ def plan_statement(session: Session, statement: QueryStatement | ExplainStatemen
 
 
 def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
-                 verbose: bool = False, streaming: bool = False) -> str:
+                 verbose: bool = False, streaming: bool = False, estimates: bool = True) -> str:
     """The three plans as EXPLAIN shows them; a streaming plan shows the operator id of
-    every operator that keeps state (what checkpoints and savepoints file it under)."""
+    every operator that keeps state (what checkpoints and savepoints file it under);
+    ``estimates=False`` (``EXPLAIN (COSTS OFF)``) leaves the estimated rows out."""
     from flowsql.planner.explain import explain_logical, explain_physical
     from flowsql.planner.operator_ids import node_operator_ids
 
     ids = node_operator_ids(physical) if streaming else None
     parts = ["== Logical Plan ==", explain_logical(logical), "",
              "== Optimized Logical Plan ==", explain_logical(optimized.plan), "",
-             "== Physical Plan ==", explain_physical(physical, ids)]
+             "== Physical Plan ==", explain_physical(physical, ids, estimates)]
     if verbose:
         parts += ["", "== Rules That Changed The Plan ==", *optimized.changed_by]
     return "\n".join(parts)
