@@ -52,9 +52,9 @@ ANALYSIS_SCHEMA = pa.schema([
     pa.field("node", pa.string(), nullable=False),      # physical node type, e.g. HashJoinExec
     pa.field("description", pa.string(), nullable=False),  # the EXPLAIN line, no estimate
     pa.field("estimated_rows", pa.float64(), nullable=False),
-    pa.field("actual_rows", pa.int64()),                # null: not measured
-    pa.field("q_error", pa.float64()),                  # null: not measured
-    pa.field("seconds", pa.float64()),                  # own time; null: not measured
+    pa.field("actual_rows", pa.int64()),                # null: never executed
+    pa.field("q_error", pa.float64()),                  # null: never executed
+    pa.field("seconds", pa.float64()),                  # own time; null: never executed
     pa.field("operator_id", pa.string(), nullable=False),
 ])
 
@@ -103,7 +103,7 @@ def explain_analyze(analysis: pa.Table, elapsed_seconds: float, parallelism: int
     lines = ["== Physical Plan (analyzed) =="]
     for row in analysis.to_pylist():
         if row["actual_rows"] is None:
-            figures = "actual=? q-error=? time=?"
+            figures = "(never executed)"
         else:
             figures = (f"actual={row['actual_rows']} q-error={row['q_error']:.2f} "
                        f"time={_duration(row['seconds'])}")

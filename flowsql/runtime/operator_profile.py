@@ -42,24 +42,9 @@ class Profile:
 
     def timed(self, node: PhysicalPlan, batches: Batches) -> Batches:
         """``batches`` unchanged, counting their rows and the time spent producing them
-        (including closing the generator, where an operator's ``close`` runs)."""
-        timer = self._timers.setdefault(id(node), _Timer())
-        clock = time.perf_counter
-        try:
-            while True:
-                started = clock()
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    return
-                finally:
-                    timer.inclusive += clock() - started
-                timer.rows += batch.num_rows
-                yield batch
-        finally:
-            started = clock()
-            batches.close()
-            timer.inclusive += clock() - started
+        (including closing the generator, where an operator's ``close`` runs). The node
+        counts as run from here on, even if nobody pulls it (0 rows)."""
+        return _timed(self._timers.setdefault(id(node), _Timer()), batches)
 
     def actuals(self, plan: PhysicalPlan, names: Mapping[int, str]
                 ) -> dict[str, OperatorActuals]:
@@ -96,6 +81,25 @@ def merge_reports(reports: Iterable[Mapping[str, list[Any]]]) -> dict[str, Opera
             rows[name] = rows.get(name, 0) + int(count)
             seconds[name] = max(seconds.get(name, 0.0), float(spent))
     return {name: OperatorActuals(rows[name], seconds[name]) for name in rows}
+
+
+def _timed(timer: _Timer, batches: Batches) -> Batches:
+    clock = time.perf_counter
+    try:
+        while True:
+            started = clock()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            finally:
+                timer.inclusive += clock() - started
+            timer.rows += batch.num_rows
+            yield batch
+    finally:
+        started = clock()
+        batches.close()
+        timer.inclusive += clock() - started
 
 
 def _preorder(plan: PhysicalPlan) -> list[PhysicalPlan]:
