@@ -226,6 +226,9 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
             words = _upper_words(tokens, 3)
         if len(words) > 1 and words[1] in ("VERBOSE", "PYSPARK", "ANALYZE"):
             mode, skip = words[1].lower(), 2
+            if not estimates and mode != "verbose":
+                raise SqlSyntaxError(f"COSTS OFF does not apply to EXPLAIN {words[1]}",
+                                     tokens[1].line, tokens[1].col, text)
         elif words[1:3] == ["PLAN", "FOR"]:
             skip = 3
         if len(tokens) <= skip:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowsql
-from flowsql.errors import PlanError
+from flowsql.errors import PlanError, SqlSyntaxError
 from flowsql.planner.explain_analyze import ANALYSIS_SCHEMA, q_error
 from flowsql.sql.statement_parser import ExplainStatement, parse_one
 
@@ -151,6 +151,14 @@ def test_parse(text: str, mode: str, estimates: bool) -> None:
     statement = parse_one(text)
     assert isinstance(statement, ExplainStatement)
     assert (statement.mode, statement.estimates) == (mode, estimates)
+
+
+@pytest.mark.parametrize("text", ["EXPLAIN (COSTS OFF) ANALYZE SELECT 1",
+                                  "EXPLAIN (COSTS OFF) PYSPARK SELECT 1",
+                                  "EXPLAIN (COSTS MAYBE) SELECT 1"])
+def test_parse_rejects(text: str) -> None:
+    with pytest.raises(SqlSyntaxError):
+        parse_one(text)
 
 
 @pytest.mark.parametrize("estimated, actual, expected", [
