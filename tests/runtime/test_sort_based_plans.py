@@ -12,6 +12,7 @@ import pytest
 
 import flowsql
 from flowsql.errors import PlanError
+from flowsql.optimizer.sanity_check import sanity_check
 from flowsql.optimizer.sanity_check.ordering import check_ordering
 from flowsql.planner.physical import (
     ExchangeExec,
@@ -80,7 +81,7 @@ def test_sort_based_plan_gives_the_hash_plans_rows(session: Session, duckdb_tpch
     hashed = _plan(session, sql)
     merged = merge_plan(hashed)
     assert count_nodes(merged, SortMergeJoinExec) + count_nodes(merged, SortAggregateExec) > 0
-    check_ordering(merged)
+    sanity_check(merged, session.settings, streaming=False)
     expected = run_physical(session, hashed)
     actual = run_physical(session, merged)
     assert actual.schema.names == expected.schema.names
@@ -114,3 +115,6 @@ def test_ordering_check_wants_the_sort_above_a_hash_exchange(tpch_dir: Path) -> 
         with pytest.raises(PlanError, match=r"SortMergeJoin \(at .*SortMergeJoin\) needs its "
                                             r"left input sorted"):
             check_ordering(broken)
+        # and the distribution check sees sorts that gather nothing below the exchanges
+        with pytest.raises(PlanError, match="Sort .* needs all its rows on one subtask"):
+            sanity_check(broken, s.settings, streaming=False)
