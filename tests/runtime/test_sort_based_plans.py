@@ -14,6 +14,7 @@ import flowsql
 from flowsql.errors import PlanError
 from flowsql.optimizer.sanity_check import sanity_check
 from flowsql.optimizer.sanity_check.ordering import check_ordering
+from flowsql.planner.explain import explain_physical
 from flowsql.planner.physical import (
     ExchangeExec,
     HashJoinExec,
@@ -22,6 +23,7 @@ from flowsql.planner.physical import (
     SortExec,
     SortMergeJoinExec,
 )
+from flowsql.runtime.registry import describe
 from flowsql.session import Session
 from flowsql.session.execute.planning import plan_query
 from flowsql.session.execute.query import run_physical
@@ -118,3 +120,24 @@ def test_ordering_check_wants_the_sort_above_a_hash_exchange(tpch_dir: Path) -> 
         # and the distribution check sees sorts that gather nothing below the exchanges
         with pytest.raises(PlanError, match="Sort .* needs all its rows on one subtask"):
             sanity_check(broken, s.settings, streaming=False)
+
+
+def test_explain_and_operator_names(tpch_dir: Path) -> None:
+    with flowsql.connect() as s:
+        for name in ("customer", "orders"):
+            s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
+        merged = merge_plan(_plan(s, "SELECT c_name, count(*) FROM customer JOIN orders "
+                                     "ON c_custkey = o_custkey AND o_totalprice > c_acctbal "
+                                     "GROUP BY c_name"))
+    text = explain_physical(merged)
+    assert ("SortMergeJoin[inner] keys=[c_custkey = o_custkey] "
+            "residual=(o_totalprice > c_acctbal)") in text, text
+    assert "SortAggregate groups=[c_name] aggs=[count(*)" in text, text
+    join = next(n for n in _nodes(merged) if isinstance(n, SortMergeJoinExec))
+    assert describe(join) == "SortMergeJoinExec (inner join)"
+
+
+def _nodes(plan: PhysicalPlan) -> Iterator[PhysicalPlan]:
+    yield plan
+    for child in plan.inputs:
+        yield from _nodes(child)
