@@ -44,6 +44,7 @@ from flowsql.runtime.kernels.batches import (
     empty_batch,
     positional,
     table_to_batches,
+    take_rows,
     to_table,
 )
 from flowsql.runtime.kernels.held_memory import HeldMemory
@@ -123,6 +124,8 @@ class SortMergeJoinOperator(Merging):
     def __init__(self, node: SortMergeJoinExec) -> None:
         if node.kind not in KINDS:
             raise ExecutionError(f"a sort-merge join cannot compute a {node.kind} join")
+        if not node.left_keys or len(node.left_keys) != len(node.right_keys):
+            raise ExecutionError("a sort-merge join needs pairs of equality keys")
         self.node = node
 
     def open(self, context: OperatorContext) -> None:
@@ -199,11 +202,11 @@ class SortMergeJoinOperator(Merging):
         if kind in _OUTER_RIGHT:
             lonely = np.flatnonzero(~matched(rid, right.num_rows))
             if len(lonely):
-                self._right_only.append(right.take(pa.array(lonely)))
+                self._right_only.append(take_rows(right, lonely))
         if kind in ("semi", "anti"):
             found = matched(lid, left.num_rows)
             keep = np.flatnonzero(found if kind == "semi" else ~found)
-            return self._emit(list(left.take(pa.array(keep)).columns), len(keep))
+            return self._emit(list(take_rows(left, keep).columns), len(keep))
         if kind in _OUTER_LEFT:
             lid, rid = _with_unmatched_left(lid, rid, left.num_rows)
         rids = pa.array(rid, mask=rid < 0)
