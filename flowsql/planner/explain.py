@@ -44,7 +44,9 @@ from flowsql.planner.physical import (
     PhysicalPlan,
     ProjectExec,
     SetOpExec,
+    SortAggregateExec,
     SortExec,
+    SortMergeJoinExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -220,6 +222,13 @@ def _physical_line(plan: PhysicalPlan) -> str:
         mark = plan.mark.name if plan.mark is not None else None
         on = f" on {render(plan.condition)}" if plan.condition is not None else ""
         return f"NestedLoopJoin[{_join_label(plan.kind, mark, plan.null_aware)}]{on}"
+    if isinstance(plan, SortMergeJoinExec):
+        keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
+        residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
+        return f"SortMergeJoin[{plan.kind}] keys={keys}{residual}"
+    if isinstance(plan, SortAggregateExec):
+        return (f"SortAggregate groups={_named(plan.group_exprs, plan.group_fields)} "
+                f"aggs={_named(plan.aggs, plan.agg_fields)}")
     if isinstance(plan, HashAggregateExec):
         return (f"HashAggregate groups={_named(plan.group_exprs, plan.group_fields)} "
                 f"aggs={_named(plan.aggs, plan.agg_fields)}")

@@ -7,7 +7,8 @@ after the other in its ``input_order`` (a hash join reads its build side to the 
 the probe side), calling ``process_batch`` per batch and ``end_input`` after each input;
 it closes the operator last -- also when the consumer stops early (LIMIT) or an error
 unwinds the pipeline. A :class:`Limiting` operator that is satisfied stops pulling its
-current input.
+current input. A :class:`Merging` operator (a merge join) gets its inputs interleaved, each
+batch from the input it names, and each input's ``end_input`` as soon as that input ends.
 
 Every hook runs through the caller's ``guard``, which decides what an unexpected exception
 becomes (the executor and a subtask name the operator differently); ``inputs`` builds the
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.operators.contract import Limiting, Source
+from flowsql.runtime.operators.contract import Limiting, Merging, Source
 
 _T = TypeVar("_T")
 
@@ -48,6 +49,9 @@ def pull(node: PhysicalPlan, operator: Operator, context: OperatorContext, guard
                 if batch.num_rows:
                     yield batch
             return
+        if isinstance(operator, Merging):
+            yield from _merge(operator, [inputs(child) for child in node.inputs], label, guard)
+            return
         order = operator.input_order or tuple(range(len(node.inputs)))
         for index in order:
             yield from _feed(operator, index, inputs(node.inputs[index]), label, guard)
@@ -66,6 +70,28 @@ def _feed(operator: Operator, index: int, child: Batches, label: str,
     finally:
         child.close()
     yield from _emitted(guard, label, operator.end_input, index)
+
+
+def _merge(operator: Merging, children: list[Batches], label: str,
+           guard: Guard) -> Iterator[pa.RecordBatch]:
+    """Feed the inputs interleaved, one batch at a time from the input the operator names;
+    an input's ``end_input`` follows its last batch at once."""
+    running = set(range(len(children)))
+    try:
+        while running:
+            index = guard(label, operator.next_input)
+            if index not in running:
+                index = min(running)
+            batch = next(children[index], None)
+            if batch is None:
+                running.discard(index)
+                children[index].close()
+                yield from _emitted(guard, label, operator.end_input, index)
+            elif batch.num_rows:
+                yield from _emitted(guard, label, operator.process_batch, index, batch)
+    finally:
+        for child in children:
+            child.close()
 
 
 def _emitted(guard: Guard, label: str, fn: Callable[..., Iterable[pa.RecordBatch]],

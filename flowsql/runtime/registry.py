@@ -13,9 +13,11 @@ from flowsql.planner import physical_streaming as S
 from flowsql.runtime.connectors.implementations import scan_operator
 from flowsql.runtime.operator import Operator
 from flowsql.runtime.operators.aggregate.hash_aggregate import HashAggregateOperator
+from flowsql.runtime.operators.aggregate.sort_aggregate import SortAggregateOperator
 from flowsql.runtime.operators.filter import FilterOperator
 from flowsql.runtime.operators.join.hash_join import HashJoinOperator
 from flowsql.runtime.operators.join.nested_loop_join import NestedLoopJoinOperator
+from flowsql.runtime.operators.join.sort_merge_join import SortMergeJoinOperator
 from flowsql.runtime.operators.limit import LimitOperator
 from flowsql.runtime.operators.over.batch_window_functions import WindowOperator
 from flowsql.runtime.operators.project import ProjectOperator
@@ -53,6 +55,8 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.HashJoinExec: HashJoinOperator,  # type: ignore[dict-item]
     P.NestedLoopJoinExec: NestedLoopJoinOperator,  # type: ignore[dict-item]
     P.HashAggregateExec: HashAggregateOperator,  # type: ignore[dict-item]
+    P.SortMergeJoinExec: SortMergeJoinOperator,  # type: ignore[dict-item]
+    P.SortAggregateExec: SortAggregateOperator,  # type: ignore[dict-item]
     P.WindowExec: WindowOperator,  # type: ignore[dict-item]
     P.SortExec: SortOperator,  # type: ignore[dict-item]
     P.TopNExec: TopNOperator,  # type: ignore[dict-item]
@@ -81,6 +85,7 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.TableScanExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
     P.HashJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     P.NestedLoopJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
+    P.SortMergeJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     P.SetOpExec: lambda n: f"{n.kind}{' all' if n.all else ''}",  # type: ignore[attr-defined]
     P.WindowTableFunctionExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]

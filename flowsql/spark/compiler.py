@@ -28,7 +28,9 @@ from flowsql.planner.physical import (
     PhysicalPlan,
     ProjectExec,
     SetOpExec,
+    SortAggregateExec,
     SortExec,
+    SortMergeJoinExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -36,7 +38,11 @@ from flowsql.planner.physical import (
 )
 from flowsql.spark.codegen import DEFAULT_BROADCAST_ROWS, Program, call
 from flowsql.spark.expressions import Renderer
-from flowsql.spark.joins import compile_hash_join, compile_nested_loop_join
+from flowsql.spark.joins import (
+    compile_hash_join,
+    compile_nested_loop_join,
+    compile_sort_merge_join,
+)
 from flowsql.spark.literals import cast
 from flowsql.spark.spark_types import ddl_schema, quote_name, spark_type
 
@@ -165,7 +171,8 @@ def _project(program: Program, node: ProjectExec) -> str:
     return program.assign(call(f"{child}.select", items))
 
 
-def _aggregate(program: Program, node: HashAggregateExec) -> str:
+def _aggregate(program: Program, node: HashAggregateExec | SortAggregateExec) -> str:
+    """A groupBy for either aggregate algorithm: Spark picks its own."""
     child = program.compile(node.input)
     r = Renderer(program.column)
     groups = [_aliased(r.render(e), n)
@@ -235,6 +242,8 @@ COMPILERS: dict[type[PhysicalPlan], NodeCompiler] = {
     HashJoinExec: compile_hash_join,
     NestedLoopJoinExec: compile_nested_loop_join,
     HashAggregateExec: _aggregate,
+    SortMergeJoinExec: compile_sort_merge_join,
+    SortAggregateExec: _aggregate,
     WindowExec: _window,
     SortExec: _sort,
     TopNExec: _top_n,

@@ -4,7 +4,7 @@ Spark does not reorder joins written in the DataFrame API (cost-based join reord
 off by default), so the planned order survives as written. A hash join whose build side the
 optimizer estimated at no more than ``Program.broadcast_rows`` rows gets ``F.broadcast`` on
 that side, where Spark can honour it (the build side must be the inner side of an outer or
-semi join).
+semi join). A sort-merge join is a plain join here: Spark picks its own algorithm.
 
 Kinds Spark lacks are composed of kinds it has, each keeping every left row exactly once:
 
@@ -31,7 +31,9 @@ from flowsql.planner.physical import (
     NestedLoopJoinExec,
     PhysicalPlan,
     ProjectExec,
+    SortAggregateExec,
     SortExec,
+    SortMergeJoinExec,
     TopNExec,
     ValuesExec,
     WindowExec,
@@ -48,7 +50,7 @@ _SPARK_KIND = {"inner": "inner", "left": "left", "right": "right", "full": "full
 _BROADCASTABLE = {"right": {"inner", "cross", "left", "semi", "anti", "mark", "single"},
                   "left": {"inner", "cross", "right"}}
 
-Join = HashJoinExec | NestedLoopJoinExec
+Join = HashJoinExec | NestedLoopJoinExec | SortMergeJoinExec
 
 
 def compile_hash_join(program: Program, node: HashJoinExec) -> str:
@@ -58,6 +60,10 @@ def compile_hash_join(program: Program, node: HashJoinExec) -> str:
     broadcast = (side if build.est_rows <= program.broadcast_rows
                  and node.kind in _BROADCASTABLE.get(side, ()) else None)
     return _join(program, node, keys, node.residual, broadcast)
+
+
+def compile_sort_merge_join(program: Program, node: SortMergeJoinExec) -> str:
+    return _join(program, node, list(zip(node.left_keys, node.right_keys)), node.residual, None)
 
 
 def compile_nested_loop_join(program: Program, node: NestedLoopJoinExec) -> str:
@@ -86,16 +92,17 @@ def _join(program: Program, node: Join, keys: list[tuple[Expr, Expr]],
     eq = _and(*(f"({r.render(a)} == {r.render(b)})" for a, b in keys)) if keys else None
     rest = r.render(residual) if residual is not None else None
     kind = node.kind
+    null_aware = not isinstance(node, SortMergeJoinExec) and node.null_aware
 
     if kind == "mark":
-        assert node.mark is not None
+        assert not isinstance(node, SortMergeJoinExec) and node.mark is not None
         return _mark(program, left, right, eq, rest, program.column(node.mark.cid),
                      node.null_aware)
     if kind == "single":
         if at_most_one_row(node.right):
             return program.assign(f"{left}.join({right}, {_and(eq, rest)}, 'left')")
         return _single(program, left, right, _and(eq, rest))
-    if kind == "anti" and node.null_aware:
+    if kind == "anti" and null_aware:
         # With no keys (nested loop), the whole condition is the IN comparison.
         comparison, rest = (eq, rest) if eq is not None else (rest or "F.lit(True)", None)
         return program.assign(
@@ -112,7 +119,7 @@ def _join(program: Program, node: Join, keys: list[tuple[Expr, Expr]],
 def at_most_one_row(plan: PhysicalPlan) -> bool:
     """True when ``plan`` can never produce two rows (an aggregate without groups, a
     LIMIT 1, ...): a single join over it needs no duplicate-match check."""
-    if isinstance(plan, HashAggregateExec):
+    if isinstance(plan, HashAggregateExec | SortAggregateExec):
         return not plan.group_exprs and bool(plan.aggs)
     if isinstance(plan, LimitExec | TopNExec):
         return (plan.limit is not None and plan.limit <= 1) or at_most_one_row(plan.input)

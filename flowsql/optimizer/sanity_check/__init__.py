@@ -17,16 +17,19 @@ independently of how the passes decided, and checks the promises:
   joins, OVER, Top-N / deduplication, LIMIT, append-only sinks).
 * sources (batch plans): no changelog source (debezium-json, upsert-kafka), whose rows are
   changes a batch operator would take for inserts.
+* ordering: a sort-merge join gets both inputs, a sort aggregate its input, sorted on its
+  keys on every subtask.
 
 A violation is a bug in a pass, reported as a PlanError naming the node and its path from
 the root, instead of a wrong result or a query that never ends. ``distribution`` checks
-the first promise, ``streaming`` the other two.
+the first promise, ``streaming`` the next two, ``ordering`` the last.
 """
 
 from __future__ import annotations
 
 from flowsql.optimizer.distribution import parallelism
 from flowsql.optimizer.sanity_check.distribution import check_distribution
+from flowsql.optimizer.sanity_check.ordering import check_ordering
 from flowsql.optimizer.sanity_check.streaming import check_insert_only_sources, check_streaming
 from flowsql.planner.physical import PhysicalPlan
 
@@ -38,6 +41,7 @@ def sanity_check(plan: PhysicalPlan, settings: dict[str, str], streaming: bool) 
     # Spark distributes a bounded plan itself: exchanges are placed for the local engine only.
     if (streaming or settings.get("engine") != "spark") and parallelism(settings) > 1:
         check_distribution(plan)
+    check_ordering(plan)
     if streaming:
         check_streaming(plan)
     else:

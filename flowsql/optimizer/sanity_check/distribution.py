@@ -6,7 +6,10 @@ A hash join needs both inputs hashed on corresponding keys (or a side it may rep
 broadcast), an aggregate and every keyed streaming operator the rows of a key on one
 subtask (keyed state: hashed on exactly its keys), a sort or an unpartitioned window all
 rows on one subtask, and the root its rows on one subtask. A Top-N, LIMIT or aggregate
-directly below an exchange is a per-subtask partial step and needs nothing.
+directly below an exchange is a per-subtask partial step and needs nothing. A sort-merge join
+and a sort aggregate need what a hash join and a hash aggregate need; the sorts directly
+below them sort each subtask's rows (they only order, not gather), so the check looks
+through them to the exchange.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from flowsql.planner.physical import (
     PhysicalPlan,
     ProjectExec,
     SetOpExec,
+    SortAggregateExec,
     SortExec,
+    SortMergeJoinExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -67,6 +72,15 @@ _STATE_KEYS: dict[type, Callable[[PhysicalPlan], tuple[Expr, ...]]] = {
     RankExec: lambda n: n.partition_keys,  # type: ignore[attr-defined]
     OverAggregateExec: lambda n: n.partition_keys,  # type: ignore[attr-defined]
 }
+
+
+#: operators whose input sorts (directly below them) sort per subtask
+_SORTED_INPUTS: tuple[type, ...] = (SortMergeJoinExec, SortAggregateExec)
+
+
+def _below_sort(node: PhysicalPlan) -> PhysicalPlan:
+    """The input of a per-subtask sort, where the exchange of a sort-based operator is."""
+    return node.inputs[0] if isinstance(node, SortExec) else node
 
 
 def _hashed_on(node: PhysicalPlan, keys: tuple[Expr, ...]) -> bool:
@@ -126,11 +140,14 @@ class _DistributionCheck:
             raise fail(plan, (), "is the root but its rows are spread over several "
                        "subtasks (a final gather is missing)")
 
-    def visit(self, node: PhysicalPlan, path: tuple[str, ...], under_exchange: bool
-              ) -> Distribution:
+    def visit(self, node: PhysicalPlan, path: tuple[str, ...], under_exchange: bool,
+              per_subtask_sort: bool = False) -> Distribution:
         inner = (*path, node_name(node))
         exchange = isinstance(node, ExchangeExec)
-        inputs = [self.visit(child, inner, exchange) for child in node.inputs]
+        sorted_inputs = isinstance(node, _SORTED_INPUTS)
+        inputs = [self.visit(child, inner, exchange, sorted_inputs) for child in node.inputs]
+        if isinstance(node, SortExec) and per_subtask_sort:
+            return inputs[0]
         if isinstance(node, TableScanExec):
             return ANY
         if isinstance(node, ValuesExec):
@@ -144,9 +161,9 @@ class _DistributionCheck:
                                         if isinstance(e, ColumnRef)})
         if type(node) in _STATE_KEYS:
             return self._keyed(node, _STATE_KEYS[type(node)](node), inputs[0], path)
-        if isinstance(node, HashAggregateExec):
+        if isinstance(node, HashAggregateExec | SortAggregateExec):
             return self._aggregate(node, inputs[0], path, under_exchange)
-        if isinstance(node, HashJoinExec):
+        if isinstance(node, HashJoinExec | SortMergeJoinExec):
             return self._hash_join(node, inputs[0], inputs[1], path)
         if isinstance(node, NestedLoopJoinExec):
             return self._loop_join(node, inputs[0], inputs[1], path)
@@ -197,14 +214,14 @@ class _DistributionCheck:
                        "hashed on exactly its keys")
         return ANY
 
-    def _aggregate(self, node: HashAggregateExec, delivered: Distribution,
+    def _aggregate(self, node: HashAggregateExec | SortAggregateExec, delivered: Distribution,
                    path: tuple[str, ...], under_exchange: bool) -> Distribution:
         to_output = {e.cid: f.cid for e, f in zip(node.group_exprs, node.group_fields)
                      if isinstance(e, ColumnRef)}
         if delivered == SINGLE or (to_output and delivered.satisfies(
                 Distribution.hash(tuple(to_output)))):
             return _renamed(delivered, to_output)
-        if node.group_exprs and _hashed_on(node.input, node.group_exprs):
+        if node.group_exprs and _hashed_on(_below_sort(node.input), node.group_exprs):
             return Distribution.hash(tuple(f.cid for f in node.group_fields))
         if under_exchange:
             return ANY  # the partial half of a split aggregate; the final half is checked
@@ -212,31 +229,33 @@ class _DistributionCheck:
                    f"is {delivered}")
 
     @staticmethod
-    def _broadcast_side(node: HashJoinExec | NestedLoopJoinExec, ld: Distribution,
-                        rd: Distribution, path: tuple[str, ...]) -> str | None:
+    def _broadcast_side(node: HashJoinExec | NestedLoopJoinExec | SortMergeJoinExec,
+                        ld: Distribution, rd: Distribution, path: tuple[str, ...]) -> str | None:
         side = "left" if ld == BROADCAST else "right" if rd == BROADCAST else None
-        if side is not None and side not in _replicable(node.kind, node.null_aware):
+        null_aware = not isinstance(node, SortMergeJoinExec) and node.null_aware
+        if side is not None and side not in _replicable(node.kind, null_aware):
             raise fail(node, path, f"replicates its {side} input, whose unmatched rows a "
                        f"{node.kind} join emits: every subtask would emit them")
         return side
 
     @staticmethod
-    def _after_broadcast(node: HashJoinExec | NestedLoopJoinExec, side: str,
+    def _after_broadcast(node: HashJoinExec | NestedLoopJoinExec | SortMergeJoinExec, side: str,
                          ld: Distribution, rd: Distribution) -> Distribution:
         other = rd if side == "left" else ld
         keeps = node.kind in ("inner", "right") if side == "left" else node.kind != "full"
         return other if keeps or other == SINGLE else ANY
 
-    def _hash_join(self, node: HashJoinExec, ld: Distribution, rd: Distribution,
-                   path: tuple[str, ...]) -> Distribution:
+    def _hash_join(self, node: HashJoinExec | SortMergeJoinExec, ld: Distribution,
+                   rd: Distribution, path: tuple[str, ...]) -> Distribution:
         if ld == SINGLE and rd == SINGLE:
             return SINGLE
         side = self._broadcast_side(node, ld, rd, path)
         if side is not None:
             return self._after_broadcast(node, side, ld, rd)
-        left = _positions(ld, node.left_keys) | _exchange_positions(node.left, node.left_keys)
+        left = (_positions(ld, node.left_keys)
+                | _exchange_positions(_below_sort(node.left), node.left_keys))
         right = (_positions(rd, node.right_keys)
-                 | _exchange_positions(node.right, node.right_keys))
+                 | _exchange_positions(_below_sort(node.right), node.right_keys))
         if not left & right:
             raise fail(node, path, f"needs both inputs hashed on corresponding keys, but "
                        f"they are {ld} and {rd}")

@@ -6,6 +6,10 @@
 * :class:`Limiting` -- an operator that can tell it needs no more input (LIMIT) sets
   ``satisfied``; the runner then stops pulling from its input, which ends the upstream
   pipeline early. Ignoring the flag is always correct, only slower.
+* :class:`Merging` -- an operator over several sorted inputs (a merge join) names the input
+  it wants its next batch from (``next_input``); the runner interleaves its inputs
+  accordingly, which keeps what the operator holds to the current key range. Reading the
+  inputs one after the other instead is always correct, only uses more memory.
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ class Limiting(Operator):
     """An operator that may stop wanting input before its input ends."""
 
     satisfied: bool = False
+
+
+class Merging(Operator):
+    """An operator that consumes its inputs interleaved, one batch at a time, from the
+    input it names. ``next_input`` is called before every batch; it returns an input that
+    has not ended yet (the runner falls back to the lowest such input otherwise)."""
+
+    def next_input(self) -> int:
+        raise NotImplementedError
 
 
 class PolledSource(Source):

@@ -3,7 +3,9 @@
 A subtask reads all its input channels through one :class:`InputGate`. The pull-based
 pipeline consumes its inputs one at a time (a hash join drains its build side before its
 probe side), so while one exchange is read the gate blocks the channels of every other
-one: their senders run out of credits and wait, which is back-pressure, not loss. Control
+one: their senders run out of credits and wait, which is back-pressure, not loss. A merge
+join reads two exchanges interleaved, so each source re-selects its own channels before
+every read. Control
 events (watermarks, barriers) carry no meaning for a bounded query and are skipped.
 
 A consumer that stops early (a satisfied LIMIT) leaves channels unfinished; the stage task
@@ -14,7 +16,7 @@ through to end of input or they would fail the job.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -35,13 +37,16 @@ class ExchangeSource(Source):
         self.cancelled = cancelled
 
     def produce(self) -> Iterator[pa.RecordBatch]:
+        yield from _batches(self.gate, self.channels, self.cancelled, self._select)
+
+    def _select(self) -> None:
+        """Let the gate hand out elements of this source's channels only."""
         mine = set(self.channels)
         for index in range(len(self.gate.channels)):
             if index in mine:
                 self.gate.unblock(index)
             else:
                 self.gate.block(index)
-        yield from _batches(self.gate, self.channels, self.cancelled)
 
 
 def drain(gate: InputGate, cancelled: threading.Event) -> None:
@@ -52,11 +57,12 @@ def drain(gate: InputGate, cancelled: threading.Event) -> None:
         pass
 
 
-def _batches(gate: InputGate, channels: Sequence[int],
-             cancelled: threading.Event) -> Iterator[pa.RecordBatch]:
+def _batches(gate: InputGate, channels: Sequence[int], cancelled: threading.Event,
+             select: Callable[[], None] = lambda: None) -> Iterator[pa.RecordBatch]:
     while not all(gate.is_finished(i) for i in channels):
         if cancelled.is_set():
             raise ChannelError("the job was cancelled")
+        select()
         item = gate.next(timeout=POLL_S)
         if item is not None and isinstance(item[1], pa.RecordBatch):
             yield item[1]

@@ -2,6 +2,8 @@
 aggregate with its kernels.
 
 * ``hash_aggregate`` -- one Acero group-by over the whole (bounded) input;
+* ``sort_aggregate`` -- input sorted on the groups: the complete groups of each batch are
+  aggregated by the hash aggregate's machinery, one group stays open;
 * ``changelog_group_aggregate`` -- updating output per batch over an insert-only or
   updating input (Flink's ``GroupAggFunction``);
 * ``changelog_segments`` -- the per-batch layout (one contiguous segment per group: the

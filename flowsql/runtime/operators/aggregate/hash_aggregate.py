@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import AggCall
-from flowsql.planner.physical import HashAggregateExec
+from flowsql.planner.physical import HashAggregateExec, SortAggregateExec
 from flowsql.runtime.expressions import compile_expr, compile_predicate
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
@@ -71,9 +71,10 @@ def _plan(agg: AggCall) -> _Plan:
 
 class HashAggregateOperator(Operator):
     """Blocking: holds the key and argument columns (accounted against the memory
-    budget) and emits the groups at end of input."""
+    budget) and emits the groups at end of input. The sort aggregate reuses its columns
+    and aggregation over each run of complete groups."""
 
-    def __init__(self, node: HashAggregateExec) -> None:
+    def __init__(self, node: HashAggregateExec | SortAggregateExec) -> None:
         self.node = node
         self._plans = [_plan(a) for a in node.aggs]
 
@@ -103,13 +104,17 @@ class HashAggregateOperator(Operator):
             value = pc.if_else(keep(batch), value, pa.scalar(None, value.type))
         return value
 
-    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+    def _reduced(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The columns the aggregation reads: group keys ``g<i>``, arguments ``a<i>``."""
         columns = [groupable(fn(batch)) for fn in self._groups]
         columns += [self._argument(i, batch) for i in range(len(self.node.aggs))]
         names = [f"g{i}" for i in range(len(self._groups))]
         names += [f"a{i}" for i in range(len(self.node.aggs))]
-        part = (pa.RecordBatch.from_arrays(columns, names=names) if columns
+        return (pa.RecordBatch.from_arrays(columns, names=names) if columns
                 else pa.record_batch([pa.nulls(batch.num_rows)], names=["_"]).select([]))
+
+    def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        part = self._reduced(batch)
         self._parts.append(part)
         self._memory.hold(batch_nbytes(part))
         return ()
@@ -153,13 +158,17 @@ class HashAggregateOperator(Operator):
     def close(self) -> None:
         self._memory.release_all()
 
-    def _aggregate(self, table: pa.Table, keys: list[str]) -> pa.Table:
+    def _aggregate(self, table: pa.Table, keys: list[str], use_threads: bool = True
+                   ) -> pa.Table:
+        """Group ``table`` (columns ``a<i>`` plus ``keys``) by ``keys``: the key columns
+        (except a constant ``k``) then one column per aggregate. Single-threaded, the groups
+        come in the order of their first rows."""
         specs: list[tuple[Any, ...]] = []
         for i, plan in enumerate(self._plans):
             function = "distinct" if plan.distinct_values else plan.function
             options = pc.CountOptions("only_valid") if plan.distinct_values else plan.options
             specs.append((f"a{i}", function, options))
-        grouped = table.group_by(keys, use_threads=True).aggregate(specs)
+        grouped = table.group_by(keys, use_threads=use_threads).aggregate(specs)
         columns = [grouped.column(k) for k in keys if k != "k"]
         for i, (plan, spec) in enumerate(zip(self._plans, specs)):
             result = grouped.column(f"{spec[0]}_{spec[1]}")

@@ -1,7 +1,8 @@
 """Joins, batch and streaming.
 
-Batch: ``hash_join`` (equi keys on Acero) and ``nested_loop_join`` (any condition); both
-find matching row pairs and let ``join_output`` turn them into the rows of every join kind.
+Batch: ``hash_join`` (equi keys on Acero), ``sort_merge_join`` (equi keys over inputs sorted
+on them, one key range at a time) and ``nested_loop_join`` (any condition); each finds
+matching row pairs and lets ``join_output`` turn them into the rows of every join kind.
 
 Streaming: ``stream_join`` (regular join with retractions), ``interval_join`` and
 ``window_join`` (event time). ``join_condition`` finds the row pairs of a batch and stored
