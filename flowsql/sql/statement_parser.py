@@ -121,7 +121,10 @@ class StopJobStatement(Statement):
 
 @dataclass(frozen=True)
 class DescribeStatement(Statement):
+    """``DESCRIBE [TABLE] [EXTENDED] name``; EXTENDED adds the table's statistics."""
+
     name: str = ""
+    extended: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,8 +247,15 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
     if head == "ANALYZE":
         return _analyze(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
-        name = "".join(t.text for t in tokens[1:]).strip('"`')
-        return DescribeStatement(text, start, end, name=name)
+        rest, extended = tokens[1:], False
+        # Spark's DESCRIBE [TABLE] EXTENDED t; a lone word is the table's name
+        if len(rest) > 2 and [t.text.upper() for t in rest[:2]] == ["TABLE", "EXTENDED"]:
+            rest, extended = rest[2:], True
+        elif len(rest) > 1 and rest[0].text.upper() == "EXTENDED" and \
+                rest[0].token_type != TokenType.IDENTIFIER:
+            rest, extended = rest[1:], True
+        name = "".join(t.text for t in rest).strip('"`')
+        return DescribeStatement(text, start, end, name=name, extended=extended)
     if head == "RESET":
         key = "".join(t.text for t in tokens[1:]).strip("'") or None
         return SetStatement(text, start, end, key=key, reset=True)
