@@ -51,7 +51,7 @@ def analyze_table(table: TableEntry, columns: list[str], scan_data: bool = True,
                   batch_size: int = ANALYZE_BATCH_SIZE) -> AnalyzedTable:
     """Measure ``columns`` (physical column names of ``table``) by reading the table; with
     ``scan_data`` False (NOSCAN) only the row count is measured, from Parquet footers where
-    they have it, else by reading the rows without their columns."""
+    they have it, else by reading one column."""
     if not is_analyzable(table):
         raise ExecutionError(f"table '{table.name}' is not a bounded filesystem table")
     files = data_files(str(table.path))
@@ -63,7 +63,9 @@ def analyze_table(table: TableEntry, columns: list[str], scan_data: bool = True,
     rows = footer.row_count if not scan_data and footer.row_count is not None else None
     if rows is None:
         rows = 0
-        for batch in scan(table, measured, [], batch_size):
+        # a scan of no columns has no rows to count: NOSCAN reads the first column
+        read = measured or table.schema.names[:1]
+        for batch in scan(table, read, [], batch_size):
             rows += batch.num_rows
             for name, column in zip(measured, batch.columns):
                 profiles[name].add(column)
