@@ -28,7 +28,7 @@ from flowsql.runtime.statistics.fingerprint import files_fingerprint
 __all__ = ["AnalyzedTable", "analyze_table"]
 
 #: rows per batch read while analyzing
-ANALYZE_BATCH_SIZE = 1 << 16
+ANALYZE_BATCH_SIZE = 1 << 17
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class ColumnProfile:
         self.maximum: Any = None
         self._width_bytes = 0.0
         self._comparable = is_ordered_type(dtype) or _is_text(dtype)
+        self._text_like = _is_text(dtype) or pa.types.is_binary(dtype) or \
+            pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype)
         self._sketch = HyperLogLog() if _is_sketchable(dtype) else None
         self._sample = UniformSample(seed=seed) if is_ordered_type(dtype) else None
 
@@ -52,7 +54,9 @@ class ColumnProfile:
             extremes = pc.min_max(values)
             self._extend(extremes["min"].as_py(), extremes["max"].as_py())
         if self._sketch is not None:
-            self._sketch.update(hash_array(values))
+            # hashing variable-length values costs per byte; Arrow's hash table finds a
+            # batch's distinct values for much less, and the sketch needs nothing else
+            self._sketch.update(hash_array(pc.unique(values) if self._text_like else values))
         if self._sample is not None:
             self._sample.add(numeric_values(values))
 

@@ -21,29 +21,52 @@ DEFAULT_SAMPLE_SIZE = 65_536
 
 
 class UniformSample:
-    """A uniform sample without replacement of at most ``capacity`` floats; ``add`` mutates."""
+    """A uniform sample without replacement of at most ``capacity`` floats; ``add`` mutates.
+
+    Offered values pile up until there are twice ``capacity`` of them, then the
+    ``capacity`` with the smallest priorities are kept and the largest kept priority becomes
+    the bar a later value must beat to enter at all (a bar that only falls, so a value that
+    misses it could never have been in the final sample). After n values only about
+    ``capacity / n`` of a batch gets past the bar: late batches cost a random draw and a
+    comparison per value.
+    """
 
     def __init__(self, capacity: int = DEFAULT_SAMPLE_SIZE, seed: int = 0) -> None:
         self.capacity = capacity
         self._random = np.random.default_rng(seed)
-        self._values = np.empty(0, dtype=np.float64)
-        self._priorities = np.empty(0, dtype=np.float64)
+        self._values: list[np.ndarray] = []
+        self._priorities: list[np.ndarray] = []
+        self._held = 0
+        self._bar = 1.0
 
     def add(self, values: np.ndarray) -> None:
         """Offer every value of ``values`` to the sample."""
         if len(values) == 0:
             return
         priorities = self._random.random(len(values))
-        keep_values = np.concatenate([self._values, values])
-        keep_priorities = np.concatenate([self._priorities, priorities])
-        if len(keep_values) > self.capacity:
-            chosen = np.argpartition(keep_priorities, self.capacity - 1)[:self.capacity]
-            keep_values, keep_priorities = keep_values[chosen], keep_priorities[chosen]
-        self._values, self._priorities = keep_values, keep_priorities
+        entering = priorities < self._bar
+        if not entering.all():
+            values, priorities = values[entering], priorities[entering]
+        self._values.append(values)
+        self._priorities.append(priorities)
+        self._held += len(values)
+        if self._held > 2 * self.capacity:
+            self._compact()
+
+    def _compact(self) -> None:
+        values = np.concatenate(self._values) if self._values else np.empty(0)
+        priorities = np.concatenate(self._priorities) if self._priorities else np.empty(0)
+        if len(values) > self.capacity:
+            chosen = np.argpartition(priorities, self.capacity - 1)[:self.capacity]
+            values, priorities = values[chosen], priorities[chosen]
+            self._bar = float(priorities.max())
+        self._values, self._priorities, self._held = [values], [priorities], len(values)
 
     @property
     def values(self) -> np.ndarray:
-        return self._values
+        """The sampled values (in no particular order)."""
+        self._compact()
+        return self._values[0]
 
 
 def equi_depth_bounds(sample: np.ndarray, low: float, high: float,
