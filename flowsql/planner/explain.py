@@ -204,8 +204,10 @@ def _physical_line(plan: PhysicalPlan) -> str:
             watermark = f" watermark=[{render(plan.watermark.time)}{delay} per split]"
         options = plan.table.options
         changelog = " changelog" if connector_of(options).reads_changelog(options) else ""
+        # where the scan's estimates come from: measured (analyzed), footers, or guesses
+        origin = f" stats={plan.table.statistics.origin}"
         return (f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
-                f"{watermark}{changelog}")
+                f"{watermark}{changelog}{origin}")
     if isinstance(plan, ValuesExec):
         return f"Values {_columns(plan.fields)}"
     if isinstance(plan, FilterExec):

@@ -123,7 +123,24 @@ class StopJobStatement(Statement):
 
 @dataclass(frozen=True)
 class DescribeStatement(Statement):
+    """``DESCRIBE [TABLE] [EXTENDED] name``; EXTENDED adds the table's statistics."""
+
     name: str = ""
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class AnalyzeStatement(Statement):
+    """``ANALYZE TABLE t [COMPUTE STATISTICS [NOSCAN | FOR COLUMNS a, b | FOR ALL COLUMNS]]``
+    (Spark's and Flink's spelling). ``columns`` None means every column; ``noscan``
+    measures the row count only. ``table_at`` and ``column_at`` are the offsets of the
+    names in ``text``, for errors that point at them."""
+
+    table: str = ""
+    columns: tuple[str, ...] | None = None
+    noscan: bool = False
+    table_at: int = 0
+    column_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,9 +258,18 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
             return shown
     if head == "STOP" and words[1:2] == ["JOB"]:
         return _stop_job(text, start, end, tokens)
+    if head == "ANALYZE":
+        return _analyze(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
-        name = "".join(t.text for t in tokens[1:]).strip('"`')
-        return DescribeStatement(text, start, end, name=name)
+        rest, extended = tokens[1:], False
+        # Spark's DESCRIBE [TABLE] EXTENDED t; a lone word is the table's name
+        if len(rest) > 2 and [t.text.upper() for t in rest[:2]] == ["TABLE", "EXTENDED"]:
+            rest, extended = rest[2:], True
+        elif len(rest) > 1 and rest[0].text.upper() == "EXTENDED" and \
+                rest[0].token_type != TokenType.IDENTIFIER:
+            rest, extended = rest[1:], True
+        name = "".join(t.text for t in rest).strip('"`')
+        return DescribeStatement(text, start, end, name=name, extended=extended)
     if head == "RESET":
         key = "".join(t.text for t in tokens[1:]).strip("'") or None
         return SetStatement(text, start, end, key=key, reset=True)
@@ -322,6 +348,61 @@ def _stop_job(text: str, start: int, end: int, tokens: list[Token]) -> StopJobSt
                     else "expected the end of the statement", at(index))
     return StopJobStatement(text, start, end, job_id=job_id, savepoint=savepoint,
                             directory=directory, drain=drain)
+
+
+_ANALYZE_FORM = ("ANALYZE TABLE <name> [COMPUTE STATISTICS [NOSCAN | FOR COLUMNS <column>, "
+                 "... | FOR ALL COLUMNS]]")
+
+#: tokens that cannot be a table or column name
+_NOT_A_NAME = {TokenType.COMMA, TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN,
+               TokenType.R_PAREN, TokenType.DOT, TokenType.STAR}
+
+
+def _analyze(text: str, start: int, end: int, tokens: list[Token]) -> AnalyzeStatement:
+    """``ANALYZE TABLE`` (see ``AnalyzeStatement``); an error points at the first token that
+    does not fit, or just after the statement when something is missing."""
+    def error(message: str, index: int) -> SqlSyntaxError:
+        at = tokens[index].start if index < len(tokens) else tokens[-1].end + 1
+        return SqlSyntaxError(f"{message}: {_ANALYZE_FORM}", *text_position(text, at), text)
+
+    def word(index: int) -> str | None:
+        if index >= len(tokens) or tokens[index].token_type == TokenType.IDENTIFIER:
+            return None
+        return tokens[index].text.upper()
+
+    def name(index: int, what: str) -> str:
+        if index >= len(tokens) or tokens[index].token_type in _NOT_A_NAME:
+            raise error(f"ANALYZE TABLE needs a {what} name", index)
+        return tokens[index].text
+
+    if word(1) != "TABLE":
+        raise error("expected TABLE after ANALYZE", 1)
+    table = name(2, "table")
+    index, columns, noscan = 3, None, False
+    column_at: list[int] = []
+    if index < len(tokens):
+        if word(index) != "COMPUTE" or word(index + 1) != "STATISTICS":
+            raise error("expected COMPUTE STATISTICS", index)
+        index += 2
+    if word(index) == "NOSCAN":
+        noscan, index = True, index + 1
+    elif word(index) == "FOR" and word(index + 1) == "ALL" and word(index + 2) == "COLUMNS":
+        index += 3
+    elif word(index) == "FOR" and word(index + 1) == "COLUMNS":
+        index += 2
+        names = [name(index, "column")]
+        column_at.append(tokens[index].start)
+        index += 1
+        while index < len(tokens) and tokens[index].token_type == TokenType.COMMA:
+            names.append(name(index + 1, "column"))
+            column_at.append(tokens[index + 1].start)
+            index += 2
+        columns = tuple(names)
+    if index < len(tokens):
+        raise error("expected NOSCAN, FOR COLUMNS, FOR ALL COLUMNS or the end of the "
+                    "statement", index)
+    return AnalyzeStatement(text, start, end, table=table, columns=columns, noscan=noscan,
+                            table_at=tokens[2].start, column_at=tuple(column_at))
 
 
 def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement:

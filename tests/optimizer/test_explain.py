@@ -40,8 +40,8 @@ def test_explain_physical_shows_algorithm_and_rows():
     assert explain_physical(physical) == "\n".join([
         "Project [o_custkey, l_qty] rows=~2000",
         "  HashJoin[inner, build=left] keys=[o_orderkey = l_orderkey] rows=~2000",
-        "    TableScan orders [o_orderkey, o_custkey] rows=~1500",
-        "    TableScan lineitem [l_orderkey, l_qty] filters=[(l_qty > 30)] rows=~2000",
+        "    TableScan orders [o_orderkey, o_custkey] stats=none rows=~1500",
+        "    TableScan lineitem [l_orderkey, l_qty] filters=[(l_qty > 30)] stats=none rows=~2000",
     ])
 
 

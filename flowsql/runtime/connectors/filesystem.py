@@ -55,8 +55,11 @@ from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, TableStatistics
 from flowsql.planner.config.connectors import FILESYSTEM
 from flowsql.planner.expressions import Expr
+from flowsql.planner.statistics import METADATA
 from flowsql.runtime.connectors.pushdown import to_dataset_filter
 from flowsql.runtime.expressions.casts import converter
+from flowsql.runtime.statistics.fingerprint import files_fingerprint
+from flowsql.runtime.statistics.parquet_footer import footer_column_statistics
 
 #: metrics key: records skipped because of ``*.ignore-parse-errors``
 PARSE_ERRORS_IGNORED = "parse_errors_ignored"
@@ -134,22 +137,29 @@ def _schema_difference(expected: pa.Schema, actual: pa.Schema) -> str | None:
     return None
 
 
-def table_statistics(options: dict[str, str]) -> TableStatistics:
-    """Row count from Parquet footers and total file size; nothing is scanned. A path that
-    does not exist yet has unknown statistics."""
+def table_statistics(options: dict[str, str], schema: pa.Schema | None = None
+                     ) -> TableStatistics:
+    """What the files say without being scanned: total file size, and for Parquet the row
+    count and per-column null counts and min/max from the footers (origin "metadata"; the
+    columns of ``schema``, the table's engine schema, when given). CSV and JSON files say
+    nothing (origin "none"). The fingerprint of the files tells when these figures go
+    stale. A path that does not exist yet has unknown statistics and no fingerprint."""
     try:
         files = data_files(_path_option(options))
     except DataError:
         return TableStatistics()
     total_bytes = sum(os.path.getsize(f) for f in files)
+    fingerprint = files_fingerprint(files)
     if _format(options) != "parquet":
-        return TableStatistics(None, total_bytes)
+        return TableStatistics(None, total_bytes, fingerprint=fingerprint)
     try:
         metadata = [pq.ParquetFile(f).metadata for f in files]
     except (pa.ArrowException, OSError):
-        return TableStatistics(None, total_bytes)
+        return TableStatistics(None, total_bytes, fingerprint=fingerprint)
     rows = sum(m.num_rows for m in metadata)
-    return TableStatistics(rows, total_bytes, _distinct_bounds(metadata, rows))
+    columns = footer_column_statistics(metadata, schema) if schema is not None else {}
+    return TableStatistics(rows, total_bytes, _distinct_bounds(metadata, rows), columns,
+                           origin=METADATA, fingerprint=fingerprint)
 
 
 def _distinct_bounds(metadata: list[pq.FileMetaData], rows: int) -> dict[str, int]:

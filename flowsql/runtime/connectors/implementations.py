@@ -68,7 +68,7 @@ def _describe_files(schema: pa.Schema | None, options: dict[str, str]
     options = {**options, "path": os.path.abspath(os.path.expanduser(options["path"]))}
     if schema is None:
         schema = infer_schema(options)
-    return schema, options, table_statistics(options)
+    return schema, options, table_statistics(options, schema)
 
 
 def _describe_datagen(schema: pa.Schema | None, options: dict[str, str]

@@ -2,8 +2,9 @@
 
 This is where the layers meet: the sql layer parses and binds, the optimizer rewrites and
 picks physical operators (``planning``), the runtime or spark executes (``query``,
-``insert``). ``ddl`` changes the catalog, ``describe`` shows it, ``set`` changes the
-settings, ``explain`` shows plans, ``jobs`` lists and stops the submitted jobs.
+``insert``). ``ddl`` changes the catalog, ``describe`` shows it, ``analyze`` measures a
+table, ``set`` changes the settings, ``explain`` shows plans, ``jobs`` lists and stops the
+submitted jobs.
 :func:`execute_statement` dispatches on the statement's type through one table.
 """
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.planner.nesting import deep_nesting, too_deep_message
+from flowsql.session.execute.analyze import execute_analyze
 from flowsql.session.execute.ddl import (
     execute_create_table,
     execute_create_view,
@@ -26,6 +28,7 @@ from flowsql.session.execute.jobs import execute_show_jobs, execute_stop_job
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
 from flowsql.sql.statement_parser import (
+    AnalyzeStatement,
     CreateTableStatement,
     CreateViewStatement,
     DescribeStatement,
@@ -69,4 +72,5 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     StopJobStatement: execute_stop_job,
     DescribeStatement: execute_describe,
     SetStatement: execute_set,
+    AnalyzeStatement: execute_analyze,
 }

@@ -9,7 +9,9 @@ import pyarrow as pa
 from flowsql.errors import CatalogError
 from flowsql.planner import types as T
 from flowsql.planner.catalog import TableEntry, ViewEntry
+from flowsql.session.execute.describe_statistics import with_statistics
 from flowsql.session.execute.planning import parse_view
+from flowsql.session.execute.stale_statistics import refresh_table_statistics
 from flowsql.session.result import Result
 from flowsql.sql.bind_query import QueryBinder, bind_table
 from flowsql.sql.statement_parser import DescribeStatement, ShowTablesStatement
@@ -40,8 +42,13 @@ def execute_describe(session: Session, statement: DescribeStatement) -> Result:
         plan = QueryBinder(session.catalog, entry.sql, parse_view).bind(parse_view(entry.sql))
         names = list(entry.column_names) + [f.name for f in plan.schema][len(entry.column_names):]
         fields = [(n, f.dtype, f.nullable) for n, f in zip(names, plan.schema)]
-    return Result("describe", table=pa.table({
+    described = pa.table({
         "name": pa.array([f[0] for f in fields], pa.string()),
         "type": pa.array([T.sql_name(f[1]) for f in fields], pa.string()),
         "null": pa.array(["YES" if f[2] else "NO" for f in fields], pa.string()),
-    }))
+    })
+    if statement.extended and isinstance(entry, TableEntry):
+        entry = refresh_table_statistics(session, entry)
+        described = with_statistics(described, entry.statistics,
+                                    {f[0]: f[1] for f in fields})
+    return Result("describe", table=described)

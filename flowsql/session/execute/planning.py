@@ -31,6 +31,9 @@ def parse_view(sql: str):  # type: ignore[no-untyped-def]
 
 def bind_query(session: Session, statement: QueryStatement | ExplainStatement) -> LogicalPlan:
     """The statement's logical plan, bound in the session's ``table.local-time-zone``."""
+    from flowsql.session.execute.stale_statistics import refresh_stale_statistics
+
+    refresh_stale_statistics(session, statement.ast)
     time_zone = SettingValues(session.settings).time_zone("table.local-time-zone")
     return QueryBinder(session.catalog, statement.text, parse_view, time_zone).bind(
         statement.ast)
