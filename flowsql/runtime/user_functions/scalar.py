@@ -13,7 +13,7 @@ only on failure, so the normal path stays one call per batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
@@ -23,7 +23,7 @@ from flowsql.runtime.user_functions.results import UserFunctionError, as_result_
 
 __all__ = ["call_scalar", "describe_failure"]
 
-Datum = pa.Array | pa.Scalar
+Datum: TypeAlias = "pa.Array | pa.Scalar"
 
 
 def call_scalar(function: UserFunction, args: Sequence[Datum], length: int,
