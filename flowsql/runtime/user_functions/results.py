@@ -8,6 +8,7 @@ row.
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import pyarrow as pa
@@ -56,6 +57,8 @@ def as_result_scalar(function: UserFunction, value: Any) -> pa.Scalar:
     else:
         if hasattr(value, "item") and callable(value.item):  # a numpy scalar
             value = value.item()
+        if isinstance(value, decimal.Decimal) and pa.types.is_floating(dtype):
+            value = float(value)  # DECIMAL arithmetic for a DOUBLE result
         try:
             array = pa.array([value], type=dtype)
         except (pa.ArrowException, TypeError, ValueError) as e:
