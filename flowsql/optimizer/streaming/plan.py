@@ -262,6 +262,12 @@ class _Planner:
     def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
         node = replace(node, aggs=tuple(filter_into_arguments(a) for a in node.aggs))
+        user = sorted({a.name for a in node.aggs if a.function is not None})
+        if user:
+            raise PlanError(f"streaming GROUP BY cannot compute the user-defined aggregate "
+                            f"{', '.join(user)}: an aggregate over an updating result must "
+                            "retract rows, and a vectorized user aggregate (called once per "
+                            "group) has no retract step; run the query in batch mode")
         bad = [a.name for a in node.aggs
                if a.name not in GROUP_AGGREGATES
                or (a.distinct and a.name not in ("count", "sum", "avg"))]
