@@ -71,7 +71,8 @@ def scalar_udf(path: str, name: str, result_type: str) -> Any:
 
     function = _function(path, name, result_type)
     with _quiet():
-        return F.arrow_udf(_ScalarCall(function), result_type, ArrowUDFType.SCALAR)
+        return F.arrow_udf(_ScalarCall(function), result_type,  # type: ignore[call-overload]
+                           ArrowUDFType.SCALAR)
 
 
 def aggregate_udf(path: str, name: str, result_type: str) -> Any:
@@ -81,7 +82,8 @@ def aggregate_udf(path: str, name: str, result_type: str) -> Any:
 
     function = _function(path, name, result_type)
     with _quiet():
-        return F.arrow_udf(_AggregateCall(function), result_type, ArrowUDFType.GROUPED_AGG)
+        return F.arrow_udf(_AggregateCall(function), result_type,  # type: ignore[call-overload]
+                           ArrowUDFType.GROUPED_AGG)
 
 
 def _quiet() -> warnings.catch_warnings:  # type: ignore[type-arg]
@@ -100,7 +102,7 @@ def _function(path: str, name: str, result_type: str) -> UserFunction:
         context = spark.sparkContext
         context.environment["PYTHONPATH"] = worker_python_path(
             [path.rsplit(".", 1)[0], "flowsql"], context.environment.get("PYTHONPATH"))
-        if context.master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        if (context.master or "").startswith("local") and "PYSPARK_PYTHON" not in os.environ:
             # local workers run this interpreter (with pyarrow), not whatever `python3` is
             context.pythonExec = sys.executable
     import_function(path)
