@@ -11,6 +11,8 @@ import flowsql
 @flowsql.udaf(result_type="DOUBLE", arg_types=["DOUBLE", "DOUBLE"])
 def weighted_avg(values: pa.Array, weights: pa.Array) -> float | None:
     """sum(v * w) / sum(w) over the rows where both are set; NULL for none."""
+    both = pc.and_(pc.is_valid(values), pc.is_valid(weights))
+    values, weights = values.filter(both), weights.filter(both)
     total = pc.sum(weights).as_py()
     if not total:
         return None
