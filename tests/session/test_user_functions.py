@@ -15,7 +15,7 @@ import flowsql
 from flowsql.errors import BindError, CatalogError, ExecutionError, SqlSyntaxError
 from flowsql.planner.udf import AGGREGATE, SCALAR
 from tests.udfs import aggregates, scalars
-from tests.udfs.data import ROWS, write_rows
+from tests.udfs.data import write_rows
 
 SCALARS = ("times_two", "weighted", "shout", "is_even", "add", "next_id", "fails_on_seven",
            "wrong_length", "wrong_type")
