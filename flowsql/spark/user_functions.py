@@ -38,7 +38,10 @@ class _ScalarCall:
     def __call__(self, *arrays: pa.Array) -> pa.Array:
         code = import_function(self.function.path)
         length = len(arrays[0]) if arrays else 0
-        result = code(*arrays)
+        try:
+            result = code(*arrays)
+        except Exception as e:
+            raise UserFunctionFailure(_failure(self.function, code, arrays, e)) from None
         if isinstance(result, pa.ChunkedArray):
             result = result.combine_chunks()
         if not isinstance(result, pa.Array):
@@ -57,11 +60,34 @@ class _AggregateCall:
         self.function = function
 
     def __call__(self, *arrays: pa.Array) -> Any:
-        result = import_function(self.function.path)(*arrays)
+        try:
+            result = import_function(self.function.path)(*arrays)
+        except Exception as e:
+            raise UserFunctionFailure(
+                f"aggregate function {self.function.name} failed on a group of "
+                f"{len(arrays[0]) if arrays else 0} rows: {type(e).__name__}: {e}") from None
         if hasattr(result, "item") and callable(result.item):  # a numpy scalar
             result = result.item()
         return result if isinstance(result, pa.Scalar) else pa.scalar(
             result, self.function.result_type)
+
+
+class UserFunctionFailure(RuntimeError):
+    """Raised in a Spark worker when a user function fails; its message names the function
+    and, for a scalar function, the first failing row (what the user sees)."""
+
+
+def _failure(function: UserFunction, code: Any, arrays: tuple[pa.Array, ...],
+             error: Exception) -> str:
+    """Retried row by row (only after a failure): the first row that fails alone."""
+    for row in range(len(arrays[0]) if arrays else 0):
+        try:
+            code(*[a.slice(row, 1) for a in arrays])
+        except Exception as row_error:
+            values = ", ".join(repr(a[row].as_py()) for a in arrays)
+            return (f"function {function.name} failed on the input row with arguments "
+                    f"({values}): {type(row_error).__name__}: {row_error}")
+    return f"function {function.name} failed on a batch: {type(error).__name__}: {error}"
 
 
 def scalar_udf(path: str, name: str, result_type: str) -> Any:
