@@ -95,6 +95,9 @@ class _Reader:
     def name(self) -> str:
         if self.index >= len(self.tokens) or self.tokens[self.index].token_type not in (
                 TokenType.VAR, TokenType.IDENTIFIER):
+            text = self.tokens[self.index].text if self.index < len(self.tokens) else ""
+            if text.isidentifier():
+                raise self.error(f"'{text}' is a SQL keyword and cannot name a function")
             raise self.error("expected the function's name")
         token = self.tokens[self.index]
         self.index += 1
