@@ -108,7 +108,8 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
             keys.append(g)
     if WINDOW_START not in slots or WINDOW_END not in slots:
         return None
-    if any(a.name not in STREAMING_AGGREGATE_FUNCTIONS
+    if any((a.name not in STREAMING_AGGREGATE_FUNCTIONS and a.function is None)
+           or (a.function is not None and a.filter is not None)
            or (a.distinct and a.name in VARIANCE_FUNCTIONS)
            or any(column_ids(x) & window_ids for x in a.args) for a in aggs):
         return None

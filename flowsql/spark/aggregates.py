@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from flowsql.errors import PlanError
 from flowsql.planner.expressions import AggCall, Frame, FrameBound, Literal, WindowCall, render
 from flowsql.spark.literals import cast, python_value
+from flowsql.spark.spark_types import spark_type
 
 if TYPE_CHECKING:
     from flowsql.spark.expressions import Renderer
@@ -29,6 +30,8 @@ def aggregate(r: Renderer, agg: AggCall, over: str = "") -> str:
     """An aggregate Column, cast to the planner's result type. ``over`` (``.over(spec)``)
     is attached to every Spark aggregate inside, for use as a window function."""
     args = [r.render(a) for a in agg.args]
+    if agg.function is not None:
+        return _user_aggregate(agg, args, over)
     if agg.filter is not None:
         condition = r.render(agg.filter)
         args = [f"F.when({condition}, {a})" for a in (args or ["F.lit(1)"])]
@@ -54,6 +57,17 @@ def aggregate(r: Renderer, agg: AggCall, over: str = "") -> str:
         raise PlanError(f"the Spark engine does not support aggregate '{name}' "
                         f"(in {render(agg)})")
     return cast(text, agg.dtype)
+
+
+def _user_aggregate(agg: AggCall, args: list[str], over: str) -> str:
+    """A user-defined aggregate as a grouped-aggregate pandas UDF (``user_functions``)."""
+    assert agg.function is not None
+    if agg.filter is not None or over:
+        raise PlanError(f"the Spark engine runs user-defined aggregates without FILTER "
+                        f"and OVER only (in {render(agg)})")
+    udf = (f"FU.aggregate_udf({agg.function.path!r}, {agg.function.name!r}, "
+           f"{spark_type(agg.dtype)!r})")
+    return cast(f"{udf}({', '.join(args)})", agg.dtype)
 
 
 def window(r: Renderer, call: WindowCall) -> str:

@@ -32,6 +32,8 @@ from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 '''
 
+USER_FUNCTIONS_IMPORT = "from flowsql.spark import user_functions as FU\n"
+
 MAIN = '''if __name__ == "__main__":
     spark = SparkSession.builder.master("local[*]").appName("flowsql").getOrCreate()
     build(spark).show(truncate=False)
@@ -102,4 +104,6 @@ class Program:
         lines = ["def build(spark):"]
         for statement in body:
             lines.extend(INDENT + line if line else line for line in statement.split("\n"))
-        return HEADER + "\n\n" + "\n".join(lines) + "\n\n\n" + MAIN
+        # only a program that calls user-defined functions imports their Spark wrappers
+        header = HEADER + USER_FUNCTIONS_IMPORT if any("FU." in s for s in body) else HEADER
+        return header + "\n\n" + "\n".join(lines) + "\n\n\n" + MAIN

@@ -175,6 +175,11 @@ def _aggregate(program: Program, node: HashAggregateExec | SortAggregateExec) ->
     """A groupBy for either aggregate algorithm: Spark picks its own."""
     child = program.compile(node.input)
     r = Renderer(program.column)
+    user = [a.name for a in node.aggs if a.function is not None]
+    if user and len(user) < len(node.aggs):  # Spark runs pandas/Arrow aggregates apart
+        raise PlanError(f"HashAggregateExec: the Spark engine cannot compute the user-defined "
+                        f"aggregate {', '.join(user)} together with built-in aggregates in "
+                        "one GROUP BY; compute them in two queries and join")
     groups = [_aliased(r.render(e), n)
               for e, n in zip(node.group_exprs, program.names(node.group_fields))]
     aggs = [f"{r.render(a)}.alias({n!r})"

@@ -26,6 +26,9 @@ def first_line(error: BaseException) -> str:
     if not text and error.args:
         text = str(error.args[0]).strip()
     line = next((s for s in text.splitlines() if s.strip()), type(error).__name__)
+    if line.startswith("An exception was thrown from the Python worker"):
+        # a Python traceback follows; its last line is the exception that was raised
+        line = next((s for s in reversed(text.splitlines()) if s.strip()), line).strip()
     # A Py4J error begins with "An error occurred while calling o42.method." followed by
     # the Java exception line, which is the informative one.
     if line.startswith("An error occurred while calling"):

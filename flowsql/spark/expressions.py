@@ -24,11 +24,13 @@ from flowsql.planner.expressions import (
     Expr,
     Literal,
     SortKey,
+    UdfCall,
     WindowCall,
     render,
 )
 from flowsql.spark import aggregates, functions
 from flowsql.spark.literals import cast, convert, literal
+from flowsql.spark.spark_types import spark_type
 
 
 class Renderer:
@@ -53,6 +55,11 @@ class Renderer:
                 text += f".when({self.render(condition)}, {self.render(value)})"
             text += f".otherwise({self.render(e.otherwise)})"
             return cast(text, e.dtype)
+        if isinstance(e, UdfCall):
+            args = ", ".join(self.render(a) for a in e.args)
+            udf = (f"FU.scalar_udf({e.function.path!r}, {e.function.name!r}, "
+                   f"{spark_type(e.dtype)!r})")
+            return cast(f"{udf}({args})", e.dtype)
         if isinstance(e, Call):
             fn = functions.SCALAR.get(e.name)
             if fn is None:

@@ -261,10 +261,17 @@ class _Planner:
     # -- aggregation ----------------------------------------------------------------------
     def aggregate(self, node: HashAggregateExec) -> tuple[PhysicalPlan, StreamInfo]:
         (child,), (info,) = self._inputs(node)
+        filtered = sorted({a.name for a in node.aggs
+                           if a.function is not None and a.filter is not None})
+        if filtered:
+            raise PlanError(f"streaming: the user-defined aggregate {', '.join(filtered)} "
+                            "cannot take a FILTER clause; filter its input instead")
         node = replace(node, aggs=tuple(filter_into_arguments(a) for a in node.aggs))
+        user = sorted({a.name for a in node.aggs if a.function is not None})
         bad = [a.name for a in node.aggs
-               if a.name not in GROUP_AGGREGATES
-               or (a.distinct and a.name not in ("count", "sum", "avg"))]
+               if a.function is None and (
+                   a.name not in GROUP_AGGREGATES
+                   or (a.distinct and a.name not in ("count", "sum", "avg")))]
         if bad:
             raise PlanError(f"streaming GROUP BY cannot compute {', '.join(sorted(set(bad)))} "
                             f"(supported: {', '.join(GROUP_AGGREGATES)}, DISTINCT for "
@@ -272,6 +279,12 @@ class _Planner:
         window = _grouped_window(node, info)
         if window is not None:
             return self._windowed_aggregate(node, child, info, window)
+        if user:
+            raise PlanError(f"streaming GROUP BY cannot compute the user-defined aggregate "
+                            f"{', '.join(user)}: an aggregate that emits updates must retract "
+                            "rows, and a vectorized user aggregate (called once per group) "
+                            "has no retract step; group by a window (TUMBLE, HOP, CUMULATE, "
+                            "SESSION) or run the query in batch mode")
         plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
                                   node.agg_fields, node.est_rows)
         return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),

@@ -14,6 +14,11 @@ DISTINCT are the plain MIN / MAX. Three steps, each one Acero group-by over the 
 * ``merge``   -- rows of accumulators (state and partials concatenated) -> one row per group;
 * ``finish``  -- accumulators -> the aggregate values (avg = sum / count).
 
+A user-defined aggregate (called once per group with the group's arrays, see
+``runtime.user_functions.aggregate``) keeps the rows themselves: one list column per
+argument (Acero's ``list``), merged by concatenation, and the function runs at ``finish``
+over each group's lists -- so it sees every row of a window however the rows were sliced.
+
 Result types: counts int64; sum as Arrow's sum (int64, uint64, float64, decimal); min/max
 the argument type; avg float64.
 """
@@ -28,12 +33,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.runtime.kernels.variance import VARIANCE_AGGREGATES, variance
-from flowsql.runtime.operators.window.window_specs import AggregateSpec
+from flowsql.runtime.operators.window.window_specs import USER_AGGREGATE, AggregateSpec
+from flowsql.runtime.user_functions.aggregate import call_per_group
 
 _SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 _COUNT_VALID = pc.CountOptions(mode="only_valid")
 #: partial / merge function of a value-set accumulator (a DISTINCT aggregate)
 DISTINCT = "distinct"
+#: partial / merge function of a row-list accumulator (a user-defined aggregate)
+ROWS_LIST = "list"
 _ROWS = "__rows"
 
 
@@ -56,6 +64,9 @@ class Accumulators:
         self.aggregates = tuple(aggregates)
         self._parts: list[list[_Part]] = []
         for index, agg in enumerate(self.aggregates):
+            if agg.function == USER_AGGREGATE:
+                self._parts.append(_user_parts(index, agg, input_schema))
+                continue
             arg_type = input_schema.field(agg.column).type if agg.column is not None else None
             self._parts.append(_parts_of(index, agg, arg_type))
 
@@ -73,6 +84,10 @@ class Accumulators:
     def output_fields(self) -> list[pa.Field]:
         fields = []
         for agg, parts in zip(self.aggregates, self._parts):
+            if agg.user is not None:
+                assert agg.user.result_type is not None
+                fields.append(pa.field(agg.name, agg.user.result_type))
+                continue
             dtype = (pa.float64() if agg.function in ("avg", *VARIANCE_AGGREGATES)
                      else parts[0].output or parts[0].dtype)
             fields.append(pa.field(agg.name, dtype))
@@ -82,6 +97,10 @@ class Accumulators:
         """The argument column ``x<i>`` of every aggregate that has one."""
         arguments = {}
         for i, agg in enumerate(self.aggregates):
+            if agg.user is not None:
+                for j, column in enumerate(agg.argument_columns):
+                    arguments[f"x{i}_{j}"] = batch.column(column)
+                continue
             if agg.column is not None:
                 arguments[f"x{i}"] = batch.column(agg.column)
                 if agg.function in ("avg", *VARIANCE_AGGREGATES):
@@ -97,6 +116,8 @@ class Accumulators:
             for p in parts:
                 if p.argument is None:
                     specs.append(([], "count_all"))
+                elif p.partial == ROWS_LIST:
+                    specs.append((p.argument, ROWS_LIST))
                 else:
                     specs.append((p.argument, p.partial,
                                   _COUNT_VALID if p.partial in ("count", DISTINCT)
@@ -107,7 +128,7 @@ class Accumulators:
               extra: Sequence[tuple[str, str]] = ()) -> pa.Table:
         """One row per group; ``extra`` adds (column, function) aggregates kept by name."""
         parts = [p for group in self._parts for p in group]
-        plain = [p for p in parts if p.merge != DISTINCT]
+        plain = [p for p in parts if p.merge not in (DISTINCT, ROWS_LIST)]
         specs: list[tuple[object, ...]] = [(p.name, p.merge, _SKIP_NULLS) for p in plain]
         specs.extend((column, function, _SKIP_NULLS) for column, function in extra)
         sets = len(plain) < len(parts)
@@ -122,6 +143,8 @@ class Accumulators:
             for p in parts:
                 if p.merge == DISTINCT:
                     columns[p.name] = _united(rows.column(p.name), members, p.dtype)
+                elif p.merge == ROWS_LIST:
+                    columns[p.name] = _concatenated(rows.column(p.name), members, p.dtype)
         names = [p.name for p in parts] + [c for c, _ in extra]
         return pa.Table.from_arrays(
             [result.column(k) for k in group_by] + [columns[n] for n in names],
@@ -130,7 +153,9 @@ class Accumulators:
     def finish(self, rows: pa.Table) -> list[pa.ChunkedArray]:
         values = []
         for agg, parts in zip(self.aggregates, self._parts):
-            if parts[0].merge == DISTINCT:
+            if agg.user is not None:
+                values.append(pa.chunked_array([_finish_user(agg, parts, rows)]))
+            elif parts[0].merge == DISTINCT:
                 values.append(_finish_set(agg.function, rows.column(parts[0].name),
                                           parts[0].output))
             elif agg.function == "avg":
@@ -180,6 +205,40 @@ def _parts_of(index: int, agg: AggregateSpec, arg_type: pa.DataType | None) -> l
                 _Part(f"{name}_count", x, "count", "sum", pa.int64())]
     return [_Part(f"{name}_sum", f"{x}_float", "sum", "sum", pa.float64()),
             _Part(f"{name}_count", x, "count", "sum", pa.int64())]
+
+
+def _user_parts(index: int, agg: AggregateSpec, schema: pa.Schema) -> list[_Part]:
+    """One row-list accumulator per argument of a user-defined aggregate."""
+    return [_Part(f"a{index}_{j}", f"x{index}_{j}", ROWS_LIST, ROWS_LIST,
+                  pa.list_(schema.field(column).type))
+            for j, column in enumerate(agg.argument_columns)]
+
+
+def _concatenated(lists: pa.ChunkedArray, members: pa.ListArray,
+                  dtype: pa.DataType) -> pa.ListArray:
+    """Per group, the rows of the lists of its member rows (``members``: the row numbers
+    of each group), one after another."""
+    taken = lists.combine_chunks().take(members.flatten())
+    lengths = pc.list_value_length(taken).fill_null(0).to_numpy()
+    group = pc.list_parent_indices(members).to_numpy()
+    per_group = np.bincount(group, weights=lengths, minlength=len(members)).astype(np.int64)
+    offsets = np.zeros(len(members) + 1, dtype=np.int32)
+    np.cumsum(per_group, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), taken.flatten(), type=dtype)
+
+
+def _finish_user(agg: AggregateSpec, parts: list[_Part], rows: pa.Table) -> pa.Array:
+    """The user-defined aggregate over each group's rows (one call per group)."""
+    assert agg.user is not None
+    lists = [rows.column(p.name).combine_chunks() for p in parts]
+    if lists:
+        lengths = pc.list_value_length(lists[0]).fill_null(0).to_numpy()
+    else:
+        lengths = np.zeros(rows.num_rows, dtype=np.int64)
+    offsets = np.zeros(rows.num_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return call_per_group(agg.user, [column.flatten() for column in lists], offsets,
+                          lambda group: f"a window's group {group}")
 
 
 def _numbers(column: pa.ChunkedArray) -> np.ndarray:

@@ -52,7 +52,11 @@ from flowsql.runtime.kernels.epoch_millis import epoch_millis
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.watermark.event_time_operator import EventTimeOperator
 from flowsql.runtime.operators.window.accumulators import Accumulators
-from flowsql.runtime.operators.window.window_specs import AGGREGATE_FUNCTIONS, AggregateSpec
+from flowsql.runtime.operators.window.window_specs import (
+    AGGREGATE_FUNCTIONS,
+    aggregate_arguments,
+    aggregate_specs,
+)
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 
 LATE_RECORDS_DROPPED = "late_records_dropped"
@@ -65,21 +69,18 @@ class WindowedAggregateOperator(EventTimeOperator):
     """See the module docstring; ``restore_state`` must follow ``open``."""
 
     def __init__(self, node: WindowedAggregateExec) -> None:
-        unsupported = sorted({a.name for a in node.aggs if a.name not in AGGREGATE_FUNCTIONS
+        unsupported = sorted({a.name for a in node.aggs
+                              if (a.name not in AGGREGATE_FUNCTIONS and a.function is None)
                               or a.filter is not None})
         if unsupported:
             raise ExecutionError(f"windowed aggregate cannot compute {', '.join(unsupported)}")
         self.node = node
         self._width = len(node.input.schema)
         self._keys = [f"k{i}" for i in range(len(node.group_exprs))]
-        self._arguments = [a.args[0] for a in node.aggs if a.name != "count_star"]
+        self._arguments = aggregate_arguments(node.aggs)
         argument_schema = pa.schema([pa.field(f"x{i}", _computable(e.dtype))
                                      for i, e in enumerate(self._arguments)])
-        specs, position = [], 0
-        for index, agg in enumerate(node.aggs):
-            column = None if agg.name == "count_star" else position
-            position += column is not None
-            specs.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
+        specs = aggregate_specs(node.aggs, 0)
         self._argument_schema = argument_schema
         self._accumulators = Accumulators(specs, argument_schema)
         self._state_schema = pa.schema(

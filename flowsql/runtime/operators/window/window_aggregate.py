@@ -86,6 +86,7 @@ from flowsql.runtime.operators.window.slice_state import SLICE_END, SliceState
 from flowsql.runtime.operators.window.slicing import Slicing
 from flowsql.runtime.operators.window.window_specs import (
     WindowAggregateSpec,
+    aggregate_arguments,
     window_aggregate_spec,
 )
 from flowsql.runtime.state.keyed_table import KEY_GROUP
@@ -168,7 +169,7 @@ class WindowAggregateOperator(Operator):
         self._keep = (compile_predicate(node.predicate, schema)
                       if node.predicate is not None else None)
         self._evaluators = [compile_expr(k, schema) for k in node.keys] + [
-            compile_expr(a.args[0], schema) for a in node.aggs if a.name != "count_star"]
+            compile_expr(e, schema) for e in aggregate_arguments(node.aggs)]
         self._generator = (BoundedOutOfOrderness(node.watermark_delay_ms,
                                                  node.watermark_interval_ms)
                            if node.watermark_delay_ms is not None else None)

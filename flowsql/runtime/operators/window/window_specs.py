@@ -14,13 +14,17 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from flowsql.errors import PlanError
+from flowsql.planner.expressions import AggCall, Expr
 from flowsql.planner.logical import WindowShape
 from flowsql.planner.physical import STREAMING_AGGREGATE_FUNCTIONS, WindowAggregateExec
+from flowsql.planner.udf import UserFunction
 from flowsql.runtime.partitioning import DEFAULT_MAX_PARALLELISM
 
 WINDOW_KINDS = ("tumble", "hop", "cumulate", "session")
 #: the aggregates a window aggregate computes (``window.accumulators``)
 AGGREGATE_FUNCTIONS = STREAMING_AGGREGATE_FUNCTIONS
+#: the ``function`` of an AggregateSpec computing a user-defined aggregate
+USER_AGGREGATE = "user"
 
 
 @dataclass(frozen=True)
@@ -77,14 +81,27 @@ def window_spec(shape: WindowShape) -> WindowSpec:
 @dataclass(frozen=True)
 class AggregateSpec:
     """``function`` over input column ``column`` (None for count_star), output ``name``;
-    ``distinct``: over the distinct non-NULL values only."""
+    ``distinct``: over the distinct non-NULL values only. A user-defined aggregate has
+    ``function`` USER_AGGREGATE, ``user`` set, and its further arguments in ``columns``."""
 
     function: str
     column: int | None
     name: str
     distinct: bool = False
+    user: UserFunction | None = None
+    columns: tuple[int, ...] = ()
+
+    @property
+    def argument_columns(self) -> tuple[int, ...]:
+        """Every argument column: ``column`` then ``columns``."""
+        return (() if self.column is None else (self.column,)) + self.columns
 
     def __post_init__(self) -> None:
+        if self.function == USER_AGGREGATE:
+            if self.user is None or self.distinct:
+                raise PlanError("a user-defined window aggregate needs its function and "
+                                "cannot be DISTINCT")
+            return
         if self.function not in AGGREGATE_FUNCTIONS:
             raise PlanError(f"window aggregate does not support {self.function}")
         if (self.column is None) != (self.function == "count_star"):
@@ -116,14 +133,39 @@ class WindowAggregateSpec:
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
 
 
+def aggregate_arguments(aggs: tuple[AggCall, ...]) -> list[Expr]:
+    """The argument expressions of ``aggs`` in the order their columns ``x<i>`` are laid
+    out: one per built-in aggregate (none for count_star), every argument of a
+    user-defined one."""
+    return [arg for a in aggs for arg in (a.args if a.function is not None else a.args[:1])]
+
+
+def aggregate_specs(aggs: tuple[AggCall, ...], first: int) -> list[AggregateSpec]:
+    """The specs of ``aggs`` over argument columns laid out by :func:`aggregate_arguments`
+    from input position ``first`` on; outputs are named ``a<index>``."""
+    specs, position = [], first
+    for index, agg in enumerate(aggs):
+        if agg.function is not None:
+            count = len(agg.args)
+            columns = tuple(range(position, position + count))
+            specs.append(AggregateSpec(USER_AGGREGATE, columns[0] if columns else None,
+                                       f"a{index}", user=agg.function, columns=columns[1:]))
+            position += count
+            continue
+        column = None if agg.name == "count_star" else position
+        position += column is not None
+        specs.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
+    return specs
+
+
 def narrow_schema(node: WindowAggregateExec) -> pa.Schema:
     """The columns a plan node's rows are evaluated into before windowing: ``rowtime``,
     ``k<i>`` per group key, ``x<i>`` per aggregate argument, then ``watermark`` (each row's
     arrival watermark) when the node generates event-time watermarks."""
     fields = [pa.field("rowtime", pa.timestamp("ms"))]
     fields += [pa.field(f"k{i}", k.dtype) for i, k in enumerate(node.keys)]
-    fields += [pa.field(f"x{i}", a.args[0].dtype)
-               for i, a in enumerate(a for a in node.aggs if a.name != "count_star")]
+    fields += [pa.field(f"x{i}", e.dtype)
+               for i, e in enumerate(aggregate_arguments(node.aggs))]
     if node.watermark_delay_ms is not None:
         fields.append(pa.field("watermark", pa.int64()))
     return pa.schema(fields)
@@ -135,14 +177,12 @@ def window_aggregate_spec(node: WindowAggregateExec) -> WindowAggregateSpec:
     Raises PlanError for an aggregate the window aggregate cannot compute (a FILTER
     clause, or a function outside ``AGGREGATE_FUNCTIONS``), naming it."""
     unsupported = [a.name for a in node.aggs
-                   if a.name not in AGGREGATE_FUNCTIONS or a.filter is not None]
+                   if (a.name not in AGGREGATE_FUNCTIONS and a.function is None)
+                   or a.filter is not None]
     if unsupported:
         raise PlanError(f"window aggregate cannot compute {', '.join(unsupported)}")
-    aggregates, position = [], 1 + len(node.keys)
-    for index, agg in enumerate(node.aggs):
-        column = None if agg.name == "count_star" else position
-        position += column is not None
-        aggregates.append(AggregateSpec(agg.name, column, f"a{index}", agg.distinct))
+    aggregates = aggregate_specs(node.aggs, 1 + len(node.keys))
+    position = 1 + len(node.keys) + len(aggregate_arguments(node.aggs))
     watermarked = node.watermark_delay_ms is not None
     return WindowAggregateSpec(narrow_schema(node), 0, window_spec(node.shape),
                                tuple(range(1, 1 + len(node.keys))), tuple(aggregates),

@@ -1,0 +1,97 @@
+"""Python UDFs in streaming mode: a scalar function in a streamed projection and filter,
+user-defined aggregates in TUMBLE and HOP window aggregates (at parallelism 1 and 2,
+hand-checked rows, equal to batch mode), and the changelog GROUP BY that cannot run one."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import flowsql
+from flowsql.errors import PlanError
+
+EPOCH = dt.datetime(2024, 1, 1)
+#: (key, value, second) in event-time order, so no row is late
+EVENTS = [("a", 1, 1), ("b", 2, 4), ("a", 9, 6), ("a", 3, 11), ("b", 4, 13), ("b", 10, 14),
+          ("a", 5, 21)]
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("udf_stream") / "events.parquet"
+    pq.write_table(pa.table({
+        "k": [e[0] for e in EVENTS], "v": pa.array([e[1] for e in EVENTS], pa.int64()),
+        "ts": pa.array([EPOCH + dt.timedelta(seconds=e[2]) for e in EVENTS],
+                       pa.timestamp("ms"))}), path)
+    return path
+
+
+def _session(events: Path, mode: str, parallelism: int = 1) -> flowsql.Session:
+    s = flowsql.connect(**{"execution.runtime-mode": mode,
+                           "pipeline.auto-watermark-interval": "0",
+                           "parallelism.default": str(parallelism)})
+    s.sql(f"""CREATE TABLE e (k STRING, v BIGINT, ts TIMESTAMP(3),
+                WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+              WITH ('connector' = 'filesystem', 'path' = '{events}')""")
+    s.sql("CREATE FUNCTION times_two AS 'tests.udfs.scalars.times_two'")
+    s.sql("CREATE FUNCTION is_even AS 'tests.udfs.scalars.is_even'")
+    s.sql("CREATE FUNCTION spread AS 'tests.udfs.aggregates.spread'")
+    s.sql("CREATE FUNCTION weighted_avg AS 'tests.udfs.aggregates.weighted_avg'")
+    return s
+
+
+@pytest.fixture(params=[1, 2], ids=["parallelism1", "parallelism2"])
+def streaming(request: pytest.FixtureRequest, events: Path) -> Iterator[flowsql.Session]:
+    s = _session(events, "streaming", request.param)
+    yield s
+    s.close()
+
+
+def _rows(table: pa.Table) -> list[tuple[object, ...]]:
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def _at(second: int) -> dt.datetime:
+    return EPOCH + dt.timedelta(seconds=second)
+
+
+def test_scalar_function_in_a_streamed_projection_and_filter(
+        streaming: flowsql.Session) -> None:
+    got = _rows(streaming.sql("SELECT k, times_two(v) AS d FROM e WHERE is_even(v)").to_arrow())
+    assert got == [("b", 4), ("b", 8), ("b", 20)]
+
+
+TUMBLE = ("SELECT k, window_start, spread(v) AS sp, weighted_avg(v, v) AS wa, sum(v) AS s "
+          "FROM TABLE(TUMBLE(TABLE e, DESCRIPTOR(ts), INTERVAL '10' SECOND)) "
+          "GROUP BY k, window_start, window_end")
+
+
+def test_user_aggregates_in_a_tumbling_window(streaming: flowsql.Session, events: Path) -> None:
+    expected = [("a", _at(0), 8, 82 / 10, 10), ("a", _at(10), 0, 3.0, 3),
+                ("a", _at(20), 0, 5.0, 5), ("b", _at(0), 0, 2.0, 2),
+                ("b", _at(10), 6, 116 / 14, 14)]
+    assert _rows(streaming.sql(TUMBLE).to_arrow()) == expected
+    batch = _session(events, "batch")
+    assert _rows(batch.sql(TUMBLE).to_arrow()) == expected
+    batch.close()
+
+
+def test_user_aggregate_in_a_hopping_window(streaming: flowsql.Session) -> None:
+    got = streaming.sql(
+        "SELECT k, window_start, spread(v) AS sp FROM TABLE(HOP(TABLE e, DESCRIPTOR(ts), "
+        "INTERVAL '5' SECOND, INTERVAL '10' SECOND)) WHERE k = 'b' "
+        "GROUP BY k, window_start, window_end").to_arrow()
+    # b: 2 @4s, 4 @13s, 10 @14s; windows of 10 s every 5 s
+    assert _rows(got) == [("b", _at(-5), 0), ("b", _at(0), 0), ("b", _at(5), 6),
+                          ("b", _at(10), 6)]
+
+
+def test_changelog_group_by_cannot_run_a_user_aggregate(streaming: flowsql.Session) -> None:
+    with pytest.raises(PlanError, match="streaming GROUP BY cannot compute the user-defined "
+                                        "aggregate spread: .* has no retract step"):
+        streaming.sql("SELECT k, spread(v) FROM e GROUP BY k")
