@@ -29,6 +29,7 @@ from flowsql.planner.logical import (
     SetOp,
     Sort,
     SubqueryAlias,
+    TableFunctionJoin,
     Values,
     Window,
     WindowTableFunction,
@@ -45,6 +46,7 @@ from flowsql.planner.physical import (
     ProjectExec,
     SetOpExec,
     SortExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -65,6 +67,7 @@ from flowsql.planner.physical_streaming import (
     WindowJoinExec,
 )
 from flowsql.planner.schema import Schema
+from flowsql.planner.udf import UserFunction
 
 INDENT = "  "
 
@@ -92,6 +95,15 @@ def _list(items: Iterable[str]) -> str:
 
 def _columns(fields: Schema) -> str:
     return _list(f.name for f in fields)
+
+
+def _table_function(function: UserFunction, args: tuple[Expr, ...], fields: Schema,
+                    outer: bool) -> str:
+    """``[left] f(x) -> [a, b]``, with the rows_per_call hint when one was given."""
+    call = f"{function.name}({', '.join(render(a) for a in args)})"
+    hint = function.hints.rows_per_call
+    hints = f" hints: {function.name}(rows_per_call={hint:g})" if hint is not None else ""
+    return f"[{'left' if outer else 'cross'}] {call} -> {_columns(fields)}{hints}"
 
 
 def _named(exprs: Iterable[Expr], fields: Schema) -> str:
@@ -163,6 +175,9 @@ def _logical_line(plan: LogicalPlan) -> str:
         return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
     if isinstance(plan, SubqueryAlias):
         return f"SubqueryAlias {plan.name}"
+    if isinstance(plan, TableFunctionJoin):
+        return "TableFunctionJoin" + _table_function(plan.function, plan.args, plan.fields,
+                                                     plan.outer)
     if isinstance(plan, WindowTableFunction):
         partition = (f" partition_by={_list(render(k) for k in plan.partition_by)}"
                      if plan.partition_by else "")
@@ -228,6 +243,9 @@ def _physical_line(plan: PhysicalPlan) -> str:
         return f"Exchange[{plan.kind}]{keys}"
     if isinstance(plan, WindowTableFunctionExec):
         return f"WindowTableFunction {plan.shape.describe()} time={render(plan.time_column)}"
+    if isinstance(plan, TableFunctionExec):
+        return "TableFunction" + _table_function(plan.function, plan.args, plan.fields,
+                                                 plan.outer)
     if isinstance(plan, WindowAggregateExec):
         return _window_aggregate_line(plan)
     streaming = _streaming_line(plan)

@@ -22,8 +22,8 @@ from flowsql.runtime.operators.project import ProjectOperator
 from flowsql.runtime.operators.rank.order_by_limit import TopNOperator
 from flowsql.runtime.operators.set_op import SetOpOperator
 from flowsql.runtime.operators.sort import SortOperator
-from flowsql.runtime.operators.table_function import TableFunctionOperator
 from flowsql.runtime.operators.source.values import ValuesOperator
+from flowsql.runtime.operators.table_function import TableFunctionOperator
 from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.operators.window.window_table_function import WindowTableFunctionOperator
 

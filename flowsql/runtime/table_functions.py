@@ -167,3 +167,33 @@ def row_wise(fn: Callable[..., Iterable[Sequence[Any]]]) -> Callable[..., TableF
     vectorized.__doc__ = fn.__doc__
     vectorized.__wrapped_rows__ = fn  # type: ignore[attr-defined]
     return vectorized
+
+
+def spark_table_function(name: str, path: str, fields: Sequence[tuple[str, pa.DataType]],
+                         width: int, outer: bool, names: Sequence[str]
+                         ) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    """The function ``DataFrame.mapInArrow`` runs for a LATERAL TABLE on Spark.
+
+    Its batches hold the input's ``width`` columns followed by the evaluated arguments;
+    it yields the input columns followed by the function's ``fields``, named ``names``
+    (same contract and errors as the local operator). The generated PySpark program calls this by import
+    inside Spark's Python workers, so the function is imported there by its path."""
+    from flowsql.planner.schema import Field
+    from flowsql.planner.udf import TABLE
+
+    function = UserFunction(name, path, TABLE, result_fields=tuple(fields))
+    schema = tuple(Field(i, n, t) for i, (n, t) in enumerate(fields))
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
+        fn = load_callable(function)
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            data = batch.select(range(width))
+            args = [batch.column(i) for i in range(width, batch.num_columns)]
+            arrays, parents = call_table_function(fn, function, args, schema, batch.num_rows)
+            joined, _ = lateral_rows(data, arrays, parents, outer)
+            if joined.num_rows:
+                yield joined.rename_columns(list(names))
+
+    return run

@@ -29,6 +29,7 @@ from flowsql.planner.physical import (
     ProjectExec,
     SetOpExec,
     SortExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -39,6 +40,7 @@ from flowsql.spark.expressions import Renderer
 from flowsql.spark.joins import compile_hash_join, compile_nested_loop_join
 from flowsql.spark.literals import cast
 from flowsql.spark.spark_types import ddl_schema, quote_name, spark_type
+from flowsql.spark.table_functions import compile_table_function
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -240,4 +242,5 @@ COMPILERS: dict[type[PhysicalPlan], NodeCompiler] = {
     TopNExec: _top_n,
     LimitExec: _limit,
     SetOpExec: _set_op,
+    TableFunctionExec: compile_table_function,
 }

@@ -1,0 +1,63 @@
+"""What the optimizer reads from user-defined function hints (``planner/udf.py``).
+
+* :func:`deterministic` -- whether an expression may be moved, reordered or evaluated on a
+  different set of rows: false as soon as it calls a function declared
+  ``deterministic=False``.
+* :func:`cost_per_row` -- the cost of evaluating an expression once, relative to a built-in
+  comparison (1.0): each user-defined call costs its ``cost_per_row`` hint (or
+  ``DEFAULT_COST_PER_ROW``), every built-in node 1.
+* :func:`hint_selectivity` -- the selectivity hint of a predicate that is one boolean
+  user-defined call, when given.
+* :func:`describe_hints` -- the ``f(selectivity=0.1, cost_per_row=50)`` text EXPLAIN shows
+  for the hints a predicate's calls declare.
+"""
+
+from __future__ import annotations
+
+from flowsql.planner.expressions import ColumnRef, Expr, Literal, UdfCall, walk
+from flowsql.planner.udf import DEFAULT_COST_PER_ROW
+
+#: the cost of a built-in operation, the unit of ``cost_per_row``
+BUILTIN_COST = 1.0
+
+
+def udf_calls(expr: Expr) -> list[UdfCall]:
+    return [e for e in walk(expr) if isinstance(e, UdfCall)]
+
+
+def deterministic(expr: Expr) -> bool:
+    return all(call.function.hints.deterministic for call in udf_calls(expr))
+
+
+def cost_per_row(expr: Expr) -> float:
+    total = 0.0
+    for e in walk(expr):
+        if isinstance(e, UdfCall):
+            hint = e.function.hints.cost_per_row
+            total += DEFAULT_COST_PER_ROW if hint is None else hint
+        elif not isinstance(e, ColumnRef | Literal):
+            total += BUILTIN_COST
+    return max(total, BUILTIN_COST)
+
+
+def hint_selectivity(expr: Expr) -> float | None:
+    return expr.function.hints.selectivity if isinstance(expr, UdfCall) else None
+
+
+def describe_hints(expr: Expr) -> list[str]:
+    """One ``name(hint=value, ...)`` per distinct function called in ``expr`` that was
+    given any hint; functions without hints are not listed (the defaults applied)."""
+    out: list[str] = []
+    for call in udf_calls(expr):
+        hints = call.function.hints
+        parts = [f"{name}={value:g}" for name, value in (
+            ("selectivity", hints.selectivity), ("cost_per_row", hints.cost_per_row))
+            if value is not None]
+        if not hints.deterministic:
+            parts.append("deterministic=false")
+        if hints.monotonic:
+            parts.append("monotonic")
+        text = f"{call.function.name}({', '.join(parts)})"
+        if parts and text not in out:
+            out.append(text)
+    return out
