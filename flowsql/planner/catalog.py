@@ -14,6 +14,7 @@ import pyarrow as pa
 from flowsql.errors import CatalogError
 from flowsql.planner.config.connectors import CONNECTOR_OPTION, FILESYSTEM
 from flowsql.planner.statistics import ColumnStatistics, TableStatistics
+from flowsql.planner.udf_registry import FunctionRegistry
 
 __all__ = ["Catalog", "ColumnStatistics", "ComputedColumn", "Entry", "MetadataColumn",
            "TableEntry", "TableStatistics", "ViewEntry", "WatermarkSpec"]
@@ -123,10 +124,12 @@ Entry = TableEntry | ViewEntry
 
 
 class Catalog:
-    """Case-insensitive registry of tables and views."""
+    """Case-insensitive registry of tables and views; ``functions`` holds the user-defined
+    functions (a namespace of its own: a function and a table may share a name)."""
 
     def __init__(self) -> None:
         self._entries: dict[str, Entry] = {}
+        self.functions = FunctionRegistry()
 
     def get(self, name: str) -> Entry | None:
         return self._entries.get(name.lower())

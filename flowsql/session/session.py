@@ -11,6 +11,7 @@ from typing import Any
 
 from flowsql.planner.catalog import Catalog
 from flowsql.planner.config.settings import default_settings, validate_setting
+from flowsql.planner.udf import UserFunction
 from flowsql.session.result import Result
 
 #: the settings a new session lists (``SET;``), with their declared defaults; every other
@@ -51,6 +52,19 @@ class Session:
 
         return execute_statement(self, parse_one(text), text)
 
+
+    def register_function(self, fn: Any, name: str | None = None, *, replace: bool = False,
+                          **hints: Any) -> UserFunction:
+        """Register a function decorated with ``flowsql.udf`` / ``udaf`` / ``udtf`` as
+        ``name`` (default: ``fn.__name__``) for this session; keyword hints
+        (``deterministic``, ``selectivity``, ``cost_per_row``, ``rows_per_call``,
+        ``monotonic``) override the decorator's. ``fn`` must be importable by its module
+        path (defined at the top level of a module other than ``__main__``): every worker
+        process imports it by that path. CatalogError otherwise, or when the name is taken
+        (unless ``replace``)."""
+        from flowsql.session.execute.functions import register_function
+
+        return register_function(self, fn, name, replace=replace, **hints)
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""

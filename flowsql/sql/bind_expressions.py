@@ -77,6 +77,24 @@ def function_key(node: exp.Expression) -> str:
     return _key(node.key)
 
 
+def builtin_function_key(node: exp.Expression) -> bool:
+    """Whether a call node names a built-in (aggregate, window-only, scalar or special)."""
+    key = function_key(node)
+    return key in _AGG_BY_KEY or key in _WINDOW_BY_KEY or key in _SCALAR_BY_KEY \
+        or key in SPECIAL or key == "filter"
+
+
+def builtin_function_names() -> list[str]:
+    """The built-in function names as SQL spells them (SHOW FUNCTIONS), sorted."""
+    names = set(F.SCALAR_ALIASES) | set(F.AGGREGATES) | set(F.WINDOW_ONLY)
+    spelled = {_key(n): n for n in (*names, "current_timestamp", "current_date",
+                                    "localtimestamp", "timestampadd", "timestampdiff",
+                                    "regexp_extract", "regexp_replace", "dayofyear",
+                                    "dayofmonth", "dayofweek", "typeof", "overlay")}
+    names |= {spelled.get(key, key) for key in SPECIAL if key != "strposition"}
+    return sorted(names)
+
+
 def is_aggregate_node(node: exp.Expression) -> bool:
     return isinstance(node, exp.Func) and not isinstance(node, exp.Window) and \
         function_key(node) in _AGG_BY_KEY

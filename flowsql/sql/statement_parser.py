@@ -225,6 +225,13 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         shown = _show_statement(text, start, end, tokens)
         if shown is not None:
             return shown
+    if head in ("CREATE", "DROP"):
+        from flowsql.sql.function_statements import (
+            is_function_statement,
+            parse_function_statement,
+        )
+        if is_function_statement(tokens):
+            return parse_function_statement(text, start, end, tokens)
     if head == "STOP" and words[1:2] == ["JOB"]:
         return _stop_job(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
@@ -264,6 +271,10 @@ def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
     statement = _SHOW_STATEMENTS.get(tuple(words))
     if statement is not None:
         return statement(text, start, end)
+    from flowsql.sql.function_statements import show_functions
+    functions = show_functions(text, start, end, words)
+    if functions is not None:
+        return functions
     if words[:1] == ["JOBS"]:
         raise SqlSyntaxError("SHOW JOBS takes no arguments",
                              *text_position(text, rest[1].start), text)

@@ -21,10 +21,20 @@ from flowsql.session.execute.ddl import (
 )
 from flowsql.session.execute.describe import execute_describe, execute_show_tables
 from flowsql.session.execute.explain import execute_explain
+from flowsql.session.execute.functions import (
+    execute_create_function,
+    execute_drop_function,
+    execute_show_functions,
+)
 from flowsql.session.execute.insert import execute_insert
 from flowsql.session.execute.jobs import execute_show_jobs, execute_stop_job
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
+from flowsql.sql.function_statements import (
+    CreateFunctionStatement,
+    DropFunctionStatement,
+    ShowFunctionsStatement,
+)
 from flowsql.sql.statement_parser import (
     CreateTableStatement,
     CreateViewStatement,
@@ -69,4 +79,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     StopJobStatement: execute_stop_job,
     DescribeStatement: execute_describe,
     SetStatement: execute_set,
+    CreateFunctionStatement: execute_create_function,
+    DropFunctionStatement: execute_drop_function,
+    ShowFunctionsStatement: execute_show_functions,
 }
