@@ -18,7 +18,9 @@ The contract (vectorized; documented for users in docs/sql-reference.md):
   at parallelism above 1, in several processes.
 
 :func:`row_wise` adapts a per-row generator to this contract for convenience; it runs
-Python once per input row and is therefore slow -- prefer the array form.
+Python once per input row and is therefore slow -- prefer the array form. Put it under
+the declaration: ``@flowsql.udtf([...])`` above ``@row_wise`` above ``def f(a, b): yield
+...`` (the module attribute is then the adapted function, which is what workers import).
 
 A function that raises is reported as an :class:`ExecutionError` naming the function and
 the first input row that fails on its own (found by calling the function row by row on
@@ -27,32 +29,28 @@ the failing batch, so the message points at data, not at a batch).
 
 from __future__ import annotations
 
-import importlib
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from flowsql.errors import ExecutionError, FlowSQLError
+from flowsql.errors import CatalogError, ExecutionError, FlowSQLError
 from flowsql.planner.schema import Schema
 from flowsql.planner.udf import UserFunction
+from flowsql.planner.udf_loading import import_function
 
 TableFunctionResult = tuple[Any, Any]
 
 
 def load_callable(function: UserFunction) -> Callable[..., TableFunctionResult]:
-    """The Python callable ``function.path`` ('pkg.module.fn') names."""
-    module_name, _, attribute = function.path.rpartition(".")
+    """The Python callable ``function.path`` ('pkg.module.fn') names, imported once per
+    process."""
     try:
-        target = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ExecutionError(f"table function '{function.name}': cannot import "
-                             f"'{function.path}': {exc}") from exc
-    if not callable(target):
-        raise ExecutionError(f"table function '{function.name}': '{function.path}' is not "
-                             "callable")
-    return target  # type: ignore[no-any-return]
+        return import_function(function.path)  # type: ignore[no-any-return]
+    except CatalogError as exc:
+        raise ExecutionError(f"table function '{function.name}': {exc}") from exc
 
 
 def call_table_function(fn: Callable[..., TableFunctionResult], function: UserFunction,
@@ -148,6 +146,7 @@ def row_wise(fn: Callable[..., Iterable[Sequence[Any]]]) -> Callable[..., TableF
     """Adapt ``fn(*values) -> iterable of row tuples`` (one call per input row, Python
     values) to the array contract. Slow: Python runs once per row and per value."""
 
+    @functools.wraps(fn)
     def vectorized(*args: pa.Array) -> TableFunctionResult:
         n = len(args[0]) if args else 0
         columns: list[list[Any]] | None = None
@@ -163,9 +162,6 @@ def row_wise(fn: Callable[..., Iterable[Sequence[Any]]]) -> Callable[..., TableF
                 parents.append(i)
         return (columns or []), pa.array(parents, type=pa.int64())
 
-    vectorized.__name__ = getattr(fn, "__name__", "row_wise")
-    vectorized.__doc__ = fn.__doc__
-    vectorized.__wrapped_rows__ = fn  # type: ignore[attr-defined]
     return vectorized
 
 

@@ -601,13 +601,8 @@ class QueryBinder:
     def _bind_table_function(self, node: exp.Expression, call: exp.Expression,
                              left: LogicalPlan | None, join: exp.Join | None,
                              scope: Scope) -> tuple[LogicalPlan, Relation]:
-        functions = getattr(self.catalog, "functions", None)
-
-        def lookup(name: str):  # type: ignore[no-untyped-def]
-            return functions.get(name) if functions is not None else None
-
-        return bind_table_function(node, call, left, join, scope, lookup, self.exprs.bind,
-                                   self.exprs.coerce, self.error)
+        return bind_table_function(node, call, left, join, scope, self.catalog.functions.get,
+                                   self.exprs.bind, self.exprs.coerce, self.error)
 
     def _bind_named_table(self, node: exp.Table, scope: Scope) -> tuple[LogicalPlan, list[str]]:
         name = node.name

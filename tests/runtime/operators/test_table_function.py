@@ -25,7 +25,7 @@ DATA = pa.table({
 
 
 def function(name: str, *fields: tuple[str, pa.DataType]) -> UserFunction:
-    return UserFunction(name, f"tests.table_functions.{name}", TABLE, result_fields=fields)
+    return UserFunction(name, f"tests.udfs.tables.{name}", TABLE, result_fields=fields)
 
 
 SERIES = function("series", ("i", T.INT64), ("down", T.INT64))

@@ -1,4 +1,4 @@
-"""Table functions the tests call by import path (``tests.table_functions.NAME``).
+"""Table functions the tests call by import path (``tests.udfs.tables.NAME``).
 
 Each follows the array contract of ``flowsql/runtime/table_functions.py``: arrays in,
 (rows, parent indices) out. ``CALLS`` counts the input rows each function was given, so a
@@ -13,11 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import flowsql
 from flowsql.runtime.table_functions import row_wise
 
 CALLS: Counter[str] = Counter()
 
 
+@flowsql.udtf([("i", "BIGINT"), ("down", "BIGINT")], rows_per_call=3.0)
 def series(n: pa.Array) -> tuple[pa.Table, pa.Array]:
     """Rows 1..n (none for NULL or n < 1), with n - i + 1 beside: like DuckDB's
     ``generate_series(1, n)``."""
@@ -30,6 +32,7 @@ def series(n: pa.Array) -> tuple[pa.Table, pa.Array]:
     return pa.table({"i": i, "down": down}), pa.array(parents)
 
 
+@flowsql.udtf([("w", "VARCHAR"), ("len", "INT")])
 def words(s: pa.Array) -> tuple[list[pa.Array], pa.Array]:
     """The space-separated words of a string, each with its length."""
     CALLS["words"] += len(s)
@@ -41,6 +44,7 @@ def words(s: pa.Array) -> tuple[list[pa.Array], pa.Array]:
     return [flat, pc.utf8_length(flat)], parents
 
 
+@flowsql.udtf([("x", "BIGINT")])
 def fails_on_three(x: pa.Array) -> tuple[list[pa.Array], pa.Array]:
     """One row per input row with x itself; raises when any x is 3."""
     if pc.any(pc.equal(x, 3)).as_py():
@@ -48,6 +52,7 @@ def fails_on_three(x: pa.Array) -> tuple[list[pa.Array], pa.Array]:
     return [x], pa.array(np.arange(len(x)))
 
 
+@flowsql.udtf([("a", "BIGINT"), ("b", "BIGINT")])
 @row_wise
 def pairs(a: int | None, b: int | None):  # type: ignore[no-untyped-def]
     """Row-wise form: (a, b) and (b, a) when both are given."""
