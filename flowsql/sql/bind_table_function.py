@@ -61,7 +61,8 @@ def bind_table_function(node: exp.Expression, call: exp.Expression, left: Logica
             raise error("a LATERAL TABLE join takes no USING clause", join)
         if side == "left":
             if not (isinstance(condition, exp.Boolean) and condition.this is True):
-                raise error("LEFT JOIN LATERAL TABLE(...) needs ON TRUE", join)
+                raise error("LEFT JOIN LATERAL TABLE(...) needs ON TRUE",
+                            condition if condition is not None else join)
             outer, condition = True, None
         elif side:
             raise error(f"{side.upper()} JOIN LATERAL TABLE(...) is not supported; use "
