@@ -7,6 +7,10 @@ node's declared ``dtype``: the planner's types are the contract the runtime hono
 
 SQL's three-valued logic drives the boolean rules: ``x AND FALSE`` is FALSE and
 ``x OR TRUE`` is TRUE whatever ``x`` is, but ``x AND NULL`` stays (it is FALSE or NULL).
+
+User-defined function calls are never folded here (the optimizer cannot run them; the
+runtime folds a deterministic call with constant arguments, never a non-deterministic
+one), and an operand with a non-deterministic call is never deduplicated or factored out.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pyarrow as pa
 
 from flowsql.optimizer.columns import expr_key
 from flowsql.planner import types as T
+from flowsql.planner.determinism import is_deterministic
 from flowsql.planner.expressions import (
     Call,
     Case,
@@ -85,7 +90,7 @@ def _dedupe(args: list[Expr]) -> list[Expr]:
     out = []
     for a in args:
         key = expr_key(a)
-        if key not in seen:
+        if key not in seen or not is_deterministic(a):  # f() AND f() calls f twice
             seen.add(key)
             out.append(a)
     return out
@@ -130,7 +135,7 @@ def _factor_common_conjuncts(branches: list[Expr]) -> Expr | None:
     if len(branches) < 2:
         return None
     split = [conjuncts(b) for b in branches]
-    keys = [{expr_key(c) for c in s} for s in split]
+    keys = [{expr_key(c) for c in s if is_deterministic(c)} for s in split]
     common = set.intersection(*keys)
     if not common:
         return None

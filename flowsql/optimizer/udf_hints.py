@@ -1,8 +1,7 @@
 """What the optimizer reads from user-defined function hints (``planner/udf.py``).
 
-* :func:`deterministic` -- whether an expression may be moved, reordered or evaluated on a
-  different set of rows: false as soon as it calls a function declared
-  ``deterministic=False``.
+* whether an expression may be moved or reordered at all is
+  ``planner.determinism.is_deterministic``.
 * :func:`cost_per_row` -- the cost of evaluating an expression once, relative to a built-in
   comparison (1.0): each user-defined call costs its ``cost_per_row`` hint (or
   ``DEFAULT_COST_PER_ROW``), every built-in node 1.
@@ -23,10 +22,6 @@ BUILTIN_COST = 1.0
 
 def udf_calls(expr: Expr) -> list[UdfCall]:
     return [e for e in walk(expr) if isinstance(e, UdfCall)]
-
-
-def deterministic(expr: Expr) -> bool:
-    return all(call.function.hints.deterministic for call in udf_calls(expr))
 
 
 def cost_per_row(expr: Expr) -> float:

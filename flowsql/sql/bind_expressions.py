@@ -35,9 +35,12 @@ from flowsql.planner.expressions import (
 )
 from flowsql.planner.logical import LogicalPlan, Project
 from flowsql.planner.schema import Field
+from flowsql.planner.udf import AGGREGATE
+from flowsql.planner.udf_registry import FunctionRegistry
 from flowsql.sql import functions as F
 from flowsql.sql.bind_special_functions import SPECIAL, try_cast
 from flowsql.sql.bind_time_zone import is_ltz, to_instant, to_local, zoned_cast
+from flowsql.sql.bind_user_functions import bind_user_call
 from flowsql.sql.literals import cast_value, interval_value, number_literal
 from flowsql.sql.positions import node_position
 from flowsql.sql.scope import Scope
@@ -121,10 +124,13 @@ class ExpressionBinder:
     ``table.local-time-zone`` (normalized); conversions between instants and wall-clock
     values carry it into the plan (``sql.bind_time_zone``)."""
 
-    def __init__(self, sql: str, bind_subquery: SubqueryBinder, time_zone: str = "UTC") -> None:
+    def __init__(self, sql: str, bind_subquery: SubqueryBinder, time_zone: str = "UTC",
+                 functions: FunctionRegistry | None = None) -> None:
         self.sql = sql
         self.bind_subquery = bind_subquery
         self.time_zone = time_zone
+        #: the user-defined functions calls may name (None: none)
+        self.functions = functions
         self._query_start: dt.datetime | None = None
 
     def query_start(self) -> dt.datetime:
@@ -497,6 +503,10 @@ class ExpressionBinder:
         key = function_key(node)
         if isinstance(node, exp.Window):
             return self._window(node, scope)
+        user = self.functions.get(node.name) if self.functions is not None \
+            and isinstance(node, exp.Anonymous) else None
+        if user is not None:
+            return bind_user_call(self, user, node, scope)  # type: ignore[arg-type]
         if key in _AGG_BY_KEY:
             return self._aggregate(node, scope, _AGG_BY_KEY[key], None)
         if key in _WINDOW_BY_KEY:
@@ -578,11 +588,15 @@ class ExpressionBinder:
 
     def _bind_filter(self, node: exp.Filter, scope: Scope) -> Expr:
         agg = node.this
-        if not is_aggregate_node(agg):
+        user = self.functions.get_kind(agg.name, AGGREGATE) if self.functions is not None \
+            and isinstance(agg, exp.Anonymous) else None
+        if not is_aggregate_node(agg) and user is None:
             raise self.error("FILTER applies to aggregate functions only", node)
         where = node.expression
         cond_node = where.this if isinstance(where, exp.Where) else where
         cond = self.boolean(self.bind(cond_node, scope), cond_node)
+        if user is not None:
+            return bind_user_call(self, user, agg, scope, cond)  # type: ignore[arg-type]
         return self._aggregate(agg, scope, _AGG_BY_KEY[function_key(agg)], cond)
 
     def _aggregate(self, node: exp.Expression, scope: Scope, name: str, filt: Expr | None,

@@ -96,7 +96,7 @@ class QueryBinder:
         self.catalog = catalog
         self.sql = sql
         self.time_zone = time_zone
-        self.exprs = ExpressionBinder(sql, self._bind_subquery, time_zone)
+        self.exprs = ExpressionBinder(sql, self._bind_subquery, time_zone, catalog.functions)
         self._view_parser = view_parser
         self._views_in_progress: list[str] = []
 
@@ -166,7 +166,8 @@ class QueryBinder:
             item.expr = self.exprs.bind(item.node, scope)
         order_refs = self._resolve_order(order, items, scope)
         aggregating = group is not None or having is not None or any(
-            contains_aggregate_ast(i.node) for i in items) or any(
+            contains_aggregate_ast(i.node) or (i.expr is not None and _has_agg(i.expr))
+            for i in items) or any(
             isinstance(r, Expr) and _has_agg(r) for r in order_refs)
 
         having_expr = None

@@ -8,6 +8,8 @@ joins:
 
 * inner / cross: a conjunct over one side goes into that side, one over both becomes the
   join condition (so a comma list with WHERE equalities becomes inner joins);
+* a conjunct with a non-deterministic user function stays where it is, and one over a
+  non-deterministic projected or grouping expression stays above it (never duplicated);
 * outer joins: conjuncts from above go only into the preserved side; conjuncts of the ON
   clause go only into the null-supplying side (an ON conjunct over the preserved side
   decides matching, not which preserved rows survive, so it stays);
@@ -27,7 +29,7 @@ from __future__ import annotations
 from flowsql.optimizer.columns import expr_key
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.folding import fold, is_true
-from flowsql.optimizer.udf_hints import deterministic
+from flowsql.planner.determinism import is_deterministic
 from flowsql.planner.expressions import (
     ColumnRef,
     Expr,
@@ -57,12 +59,18 @@ def push_down_filter(plan: LogicalPlan, context: OptimizerContext) -> LogicalPla
 def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
     """``plan`` with ``preds`` (conjuncts over its output) applied as low as possible."""
     preds = _dedupe(preds)
+    held = [p for p in preds if not is_deterministic(p)]
+    if held:  # a non-deterministic predicate stays where it is: moved, it sees other rows
+        return _filter(_push(plan, [p for p in preds if is_deterministic(p)]), held)
     if isinstance(plan, Filter):
         return _push(plan.input, preds + conjuncts(plan.predicate))
     if isinstance(plan, Project):
         mapping = {f.cid: e for f, e in zip(plan.fields, plan.exprs)}
-        child = _push(plan.input, [fold(replace_columns(p, mapping)) for p in preds])
-        return plan.with_inputs((child,))
+        # substituting a non-deterministic projection would evaluate it a second time
+        fixed = {cid for cid, e in mapping.items() if not is_deterministic(e)}
+        above = [p for p in preds if column_ids(p) & fixed]
+        down = [fold(replace_columns(p, mapping)) for p in preds if not column_ids(p) & fixed]
+        return _filter(plan.with_inputs((_push(plan.input, down),)), above)
     if isinstance(plan, Join):
         return _push_join(plan, preds)
     if isinstance(plan, Aggregate):
@@ -98,7 +106,7 @@ def _dedupe(preds: list[Expr]) -> list[Expr]:
     for p in preds:
         for c in conjuncts(p):
             key = expr_key(c)
-            if key not in seen and not is_true(c):
+            if (key not in seen or not is_deterministic(c)) and not is_true(c):
                 seen.add(key)
                 out.append(c)
     return out
@@ -120,7 +128,8 @@ def _push_aggregate(plan: Aggregate, preds: list[Expr]) -> LogicalPlan:
     stay: list[Expr] = []
     for p in preds:
         ids = column_ids(p)
-        (down if groups and ids and ids <= groups.keys() else stay).append(p)
+        movable = all(is_deterministic(groups[i]) for i in ids & groups.keys())
+        (down if groups and ids and ids <= groups.keys() and movable else stay).append(p)
     child = _push(plan.input, [replace_columns(p, groups) for p in down])  # type: ignore[arg-type]
     return _filter(plan.with_inputs((child,)), stay)
 
@@ -140,10 +149,8 @@ def _push_window(plan: Window, preds: list[Expr]) -> LogicalPlan:
 
 def _push_table_function(plan: TableFunctionJoin, preds: list[Expr]) -> LogicalPlan:
     own = plan.input.column_ids
-    # a non-deterministic call runs once per output row above; below it would run once per
-    # input row, which is a different result
-    down = [p for p in preds if column_ids(p) <= own and deterministic(p)]
-    stay = [p for p in preds if not (column_ids(p) <= own and deterministic(p))]
+    down = [p for p in preds if column_ids(p) <= own]
+    stay = [p for p in preds if not column_ids(p) <= own]
     return _filter(plan.with_inputs((_push(plan.input, down),)), stay)
 
 

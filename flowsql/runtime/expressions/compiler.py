@@ -21,6 +21,7 @@ from flowsql.planner.expressions import (
     ColumnRef,
     Expr,
     Literal,
+    UdfCall,
     WindowCall,
     render,
 )
@@ -42,6 +43,7 @@ from flowsql.runtime.expressions.casts import build_cast
 from flowsql.runtime.expressions.conditional import build_case
 from flowsql.runtime.expressions.registry import KERNELS, Node, Run, constant_node
 from flowsql.runtime.expressions.support import conform, typed_null
+from flowsql.runtime.expressions.user_function_call import compile_udf_call
 
 #: A one-row batch without columns: what constant sub-expressions are evaluated against.
 _UNIT_BATCH = pa.record_batch([pa.array([None], pa.null())], names=["_"])
@@ -81,6 +83,8 @@ def compile_node(expr: Expr, positions: dict[int, int]) -> Node:
         return _finish(expr, run, [*conditions, *values, otherwise])
     if isinstance(expr, Call):
         return _compile_call(expr, positions)
+    if isinstance(expr, UdfCall):
+        return compile_udf_call(expr, [compile_node(a, positions) for a in expr.args])
     if isinstance(expr, AggCall | WindowCall):
         raise PlanError(f"{render(expr)} must be computed by an aggregate or window operator, "
                         "not by the expression evaluator")

@@ -9,6 +9,12 @@ wants). With no group keys the result is exactly one row, also for an empty inpu
 DISTINCT: count uses Acero's count_distinct; min, max, bool_and, bool_or and any_value
 ignore duplicates anyway; sum, avg and the variance family collect each group's distinct
 values (Acero's ``distinct``) and aggregate those in a second, small group-by.
+
+User-defined aggregates (``AggCall.function``) keep all their argument columns (and their
+FILTER as a mask); at end of input one more Acero ``list`` aggregate of the row numbers
+gives each group's rows, and the function is called once per group with the group's
+arrays (``runtime.user_functions.aggregate``). They are never split into partial and
+final aggregates (the function has no merge step).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from flowsql.runtime.kernels.batches import (
 from flowsql.runtime.kernels.grouping import groupable
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.user_functions.aggregate import call_per_group, group_rows
 
 _VARIANCE = {"stddev_samp": ("stddev", 1), "stddev_pop": ("stddev", 0),
              "var_samp": ("variance", 1), "var_pop": ("variance", 0)}
@@ -54,8 +61,15 @@ class _Plan:
     float_argument: bool
 
 
+#: the plan of a user-defined aggregate (computed apart from the Acero group-by)
+_USER = _Plan("user", None, False, False)
+_ROW = "__row"
+
+
 def _plan(agg: AggCall) -> _Plan:
     name = agg.name
+    if agg.function is not None:
+        return _USER
     if name in ("count", "count_star"):
         function = "count_distinct" if agg.distinct else "count"
         return _Plan(function, pc.CountOptions("only_valid"), False, False)
@@ -83,8 +97,12 @@ class HashAggregateOperator(Operator):
         self._groups = [compile_expr(e, schema) for e in self.node.group_exprs]
         self._args: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
         self._filters: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
+        #: every argument of each user-defined aggregate (by aggregate index)
+        self._user_args = {i: [compile_expr(a, schema) for a in agg.args]
+                           for i, agg in enumerate(self.node.aggs) if agg.function is not None}
         for agg in self.node.aggs:
-            self._args.append(compile_expr(agg.args[0], schema) if agg.args else None)
+            self._args.append(compile_expr(agg.args[0], schema)
+                              if agg.args and agg.function is None else None)
             self._filters.append(compile_predicate(agg.filter, schema)
                                  if agg.filter is not None else None)
         self._parts: list[pa.RecordBatch] = []
@@ -105,9 +123,18 @@ class HashAggregateOperator(Operator):
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         columns = [groupable(fn(batch)) for fn in self._groups]
-        columns += [self._argument(i, batch) for i in range(len(self.node.aggs))]
         names = [f"g{i}" for i in range(len(self._groups))]
-        names += [f"a{i}" for i in range(len(self.node.aggs))]
+        for i in range(len(self.node.aggs)):
+            if i in self._user_args:
+                columns += [fn(batch) for fn in self._user_args[i]]
+                names += [f"a{i}_{j}" for j in range(len(self._user_args[i]))]
+                keep = self._filters[i]
+                if keep is not None:
+                    columns.append(keep(batch))
+                    names.append(f"m{i}")
+                continue
+            columns.append(self._argument(i, batch))
+            names.append(f"a{i}")
         part = (pa.RecordBatch.from_arrays(columns, names=names) if columns
                 else pa.record_batch([pa.nulls(batch.num_rows)], names=["_"]).select([]))
         self._parts.append(part)
@@ -119,6 +146,13 @@ class HashAggregateOperator(Operator):
         columns = [groupable(pa.array([], type=t)) for t in types]
         names = [f"g{i}" for i in range(len(types))]
         for i, agg in enumerate(self.node.aggs):
+            if agg.function is not None:
+                columns += [pa.array([], T.normalize_storage_type(a.dtype)) for a in agg.args]
+                names += [f"a{i}_{j}" for j in range(len(agg.args))]
+                if agg.filter is not None:
+                    columns.append(pa.array([], pa.bool_()))
+                    names.append(f"m{i}")
+                continue
             dtype = agg.args[0].dtype if agg.args else T.BOOL
             if self._plans[i].float_argument:
                 dtype = T.FLOAT64
@@ -148,6 +182,11 @@ class HashAggregateOperator(Operator):
         """The one row of a global aggregate over no rows: counts 0, all else NULL."""
         columns = [pa.array([0 if a.name in ("count", "count_star") else None], type=f.dtype)
                    for a, f in zip(self.node.aggs, self.node.agg_fields)]
+        for i, agg in enumerate(self.node.aggs):
+            if agg.function is not None:  # the function says what it gives for no rows
+                empty = [pa.array([], T.normalize_storage_type(a.dtype)) for a in agg.args]
+                columns[i] = call_per_group(agg.function, empty, np.zeros(2, np.int64),
+                                            lambda _: "no rows")
         return positional(columns, 1)
 
     def close(self) -> None:
@@ -156,12 +195,22 @@ class HashAggregateOperator(Operator):
     def _aggregate(self, table: pa.Table, keys: list[str]) -> pa.Table:
         specs: list[tuple[Any, ...]] = []
         for i, plan in enumerate(self._plans):
+            if plan is _USER:
+                continue
             function = "distinct" if plan.distinct_values else plan.function
             options = pc.CountOptions("only_valid") if plan.distinct_values else plan.options
             specs.append((f"a{i}", function, options))
+        if self._user_args:
+            table = table.append_column(_ROW, pa.array(np.arange(table.num_rows)))
+            specs.append((_ROW, "list"))
         grouped = table.group_by(keys, use_threads=True).aggregate(specs)
         columns = [grouped.column(k) for k in keys if k != "k"]
-        for i, (plan, spec) in enumerate(zip(self._plans, specs)):
+        built = iter(specs)
+        for i, plan in enumerate(self._plans):
+            if plan is _USER:
+                columns.append(self._user_aggregate(i, table, grouped, keys))
+                continue
+            spec = next(built)
             result = grouped.column(f"{spec[0]}_{spec[1]}")
             if plan.distinct_values:
                 result = _over_distinct(result, plan)
@@ -169,6 +218,30 @@ class HashAggregateOperator(Operator):
                 result = pc.fill_null(result, 0)
             columns.append(result)
         return positional(columns, grouped.num_rows)
+
+
+    def _user_aggregate(self, index: int, table: pa.Table, grouped: pa.Table,
+                        keys: list[str]) -> pa.Array:
+        """User aggregate ``index`` over each group's rows (those its FILTER keeps)."""
+        agg = self.node.aggs[index]
+        assert agg.function is not None
+        rows, offsets = group_rows(grouped.column(f"{_ROW}_list"))
+        if agg.filter is not None:
+            keep = pc.fill_null(table.column(f"m{index}").take(rows), False)
+            kept = np.concatenate([[0], np.cumsum(keep.to_numpy(zero_copy_only=False))])
+            rows, offsets = rows.filter(keep), kept[offsets]
+        args = [table.column(f"a{index}_{j}").take(rows).combine_chunks()
+                for j in range(len(agg.args))]
+        names = [f.name for f in self.node.group_fields]
+        key_columns = [grouped.column(k) for k in keys if k != "k"]
+
+        def describe(group: int) -> str:
+            if not key_columns:
+                return "the whole input"
+            values = ", ".join(f"{n} = {c[group].as_py()!r}" for n, c in zip(names, key_columns))
+            return f"the group ({values})"
+
+        return call_per_group(agg.function, args, offsets, describe)
 
 
 def _over_distinct(lists: pa.ChunkedArray, plan: _Plan) -> pa.Array:
