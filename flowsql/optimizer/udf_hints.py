@@ -7,8 +7,8 @@
   ``DEFAULT_COST_PER_ROW``), every built-in node 1.
 * :func:`hint_selectivity` -- the selectivity hint of a predicate that is one boolean
   user-defined call, when given.
-* :func:`describe_hints` -- the ``f(selectivity=0.1, cost_per_row=50)`` text EXPLAIN shows
-  for the hints a predicate's calls declare.
+
+EXPLAIN shows the hints a predicate's calls declare (``planner/explain.py``).
 """
 
 from __future__ import annotations
@@ -37,22 +37,3 @@ def cost_per_row(expr: Expr) -> float:
 
 def hint_selectivity(expr: Expr) -> float | None:
     return expr.function.hints.selectivity if isinstance(expr, UdfCall) else None
-
-
-def describe_hints(expr: Expr) -> list[str]:
-    """One ``name(hint=value, ...)`` per distinct function called in ``expr`` that was
-    given any hint; functions without hints are not listed (the defaults applied)."""
-    out: list[str] = []
-    for call in udf_calls(expr):
-        hints = call.function.hints
-        parts = [f"{name}={value:g}" for name, value in (
-            ("selectivity", hints.selectivity), ("cost_per_row", hints.cost_per_row))
-            if value is not None]
-        if not hints.deterministic:
-            parts.append("deterministic=false")
-        if hints.monotonic:
-            parts.append("monotonic")
-        text = f"{call.function.name}({', '.join(parts)})"
-        if parts and text not in out:
-            out.append(text)
-    return out

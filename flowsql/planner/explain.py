@@ -15,6 +15,7 @@ from flowsql.planner.expressions import (
     ColumnRef,
     Expr,
     SortKey,
+    UdfCall,
     render,
     walk,
 )
@@ -97,6 +98,25 @@ def _columns(fields: Schema) -> str:
     return _list(f.name for f in fields)
 
 
+def _hints(exprs: Iterable[Expr]) -> str:
+    """`` hints: f(selectivity=0.1, cost_per_row=50)`` for the user-defined functions the
+    expressions call with hints given (the optimizer used them to order and place the
+    predicates); empty when none was given (the defaults applied)."""
+    out: list[str] = []
+    for expr in exprs:
+        for call in (e for e in walk(expr) if isinstance(e, UdfCall)):
+            hints = call.function.hints
+            parts = [f"{name}={value:g}" for name, value in (
+                ("selectivity", hints.selectivity), ("cost_per_row", hints.cost_per_row))
+                if value is not None]
+            if not hints.deterministic:
+                parts.append("deterministic=false")
+            text = f"{call.function.name}({', '.join(parts)})"
+            if parts and text not in out:
+                out.append(text)
+    return f" hints: {', '.join(out)}" if out else ""
+
+
 def _table_function(function: UserFunction, args: tuple[Expr, ...], fields: Schema,
                     outer: bool) -> str:
     """``[left] f(x) -> [a, b]``, with the rows_per_call hint when one was given."""
@@ -151,11 +171,11 @@ def _logical(plan: LogicalPlan, depth: int, lines: list[str]) -> None:
 def _logical_line(plan: LogicalPlan) -> str:
     if isinstance(plan, Scan):
         return f"Scan {_table(plan.table.name, plan.alias)} {_columns(plan.fields)}" \
-               f"{_filters(plan.filters)}"
+               f"{_filters(plan.filters)}{_hints(plan.filters)}"
     if isinstance(plan, Values):
         return f"Values {_columns(plan.fields)} rows={len(plan.rows)}"
     if isinstance(plan, Filter):
-        return f"Filter {render(plan.predicate)}"
+        return f"Filter {render(plan.predicate)}{_hints((plan.predicate,))}"
     if isinstance(plan, Project):
         return f"Project {_named(plan.exprs, plan.fields)}"
     if isinstance(plan, Join):
@@ -208,11 +228,11 @@ def _physical_line(plan: PhysicalPlan) -> str:
         options = plan.table.options
         changelog = " changelog" if connector_of(options).reads_changelog(options) else ""
         return (f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
-                f"{watermark}{changelog}")
+                f"{watermark}{changelog}{_hints(plan.filters)}")
     if isinstance(plan, ValuesExec):
         return f"Values {_columns(plan.fields)}"
     if isinstance(plan, FilterExec):
-        return f"Filter {render(plan.predicate)}"
+        return f"Filter {render(plan.predicate)}{_hints((plan.predicate,))}"
     if isinstance(plan, ProjectExec):
         return f"Project {_named(plan.exprs, plan.fields)}"
     if isinstance(plan, HashJoinExec):
