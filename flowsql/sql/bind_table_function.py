@@ -17,6 +17,7 @@ argument types when the function declares them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from sqlglot import exp
 
@@ -30,13 +31,15 @@ from flowsql.sql.scope import Relation, Scope
 ErrorFactory = Callable[[str, exp.Expression | None], BindError]
 
 
-def table_function_call(node: exp.Expression) -> exp.Anonymous | None:
+def table_function_call(node: exp.Expression) -> exp.Expression | None:
     """The ``f(args)`` of a ``[LATERAL] TABLE(f(args))`` FROM item, or None."""
     inner = node.this if isinstance(node, exp.Lateral | exp.Table) else None
     if not (isinstance(inner, exp.Anonymous) and inner.name.upper() == "TABLE"):
         return None
     call = inner.expressions[0] if len(inner.expressions) == 1 else None
-    return call if isinstance(call, exp.Anonymous | exp.Func) else None
+    if isinstance(call, exp.Anonymous | exp.Func):
+        return cast(exp.Expression, call)
+    return None
 
 
 def bind_table_function(node: exp.Expression, call: exp.Expression, left: LogicalPlan | None,
@@ -47,7 +50,8 @@ def bind_table_function(node: exp.Expression, call: exp.Expression, left: Logica
     ``lookup(name)`` finds a registered function, ``bind_expr(node, scope)`` binds an
     argument, ``coerce(expr, type, node)`` casts it; errors carry ``node``'s position.
     """
-    name = call.name if isinstance(call, exp.Anonymous) else call.sql_name()
+    name = (call.name if isinstance(call, exp.Anonymous)
+            else call.sql_name() if isinstance(call, exp.Func) else call.name)
     function: UserFunction | None = lookup(name)
     if function is None or function.kind != TABLE:
         what = "is not a table function" if function is not None else "is not registered"

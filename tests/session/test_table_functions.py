@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowsql
-from flowsql.errors import BindError, ExecutionError
+from flowsql.errors import BindError, ExecutionError, PlanError
 from tests.harness.operators import assert_rows
 from tests.udfs import tables
 
@@ -62,8 +62,10 @@ def _session(path: Path, **settings: str) -> flowsql.Session:
 
 @pytest.fixture(scope="module")
 def sessions(path: Path) -> Iterator[dict[str, flowsql.Session]]:
+    streaming = {"execution.runtime-mode": "streaming"}
     made = {"batch": _session(path), "parallel": _session(path, **{"parallelism.default": "2"}),
-            "streaming": _session(path, **{"execution.runtime-mode": "streaming"})}
+            "streaming": _session(path, **streaming),
+            "streaming_parallel": _session(path, **streaming, **{"parallelism.default": "2"})}
     yield made
     for session in made.values():
         session.close()
@@ -75,7 +77,7 @@ def _duck(sql: str) -> pa.Table:
     return con.sql(sql).to_arrow_table()
 
 
-@pytest.mark.parametrize("mode", ["batch", "parallel", "streaming"])
+@pytest.mark.parametrize("mode", ["batch", "parallel", "streaming", "streaming_parallel"])
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_matches_duckdb(name: str, mode: str, sessions: dict[str, flowsql.Session]) -> None:
     query, oracle = QUERIES[name]
@@ -100,6 +102,15 @@ def test_over_a_changelog_input(sessions: dict[str, flowsql.Session]) -> None:
     oracle = ("SELECT m, i FROM (SELECT n, max(k) AS m FROM t GROUP BY n) AS g, "
               "generate_series(1, g.n) AS s(i)")
     assert_rows(sessions["streaming"].sql(query).to_arrow(), _duck(oracle))
+
+
+def test_non_deterministic_function_over_a_changelog_is_rejected(
+        sessions: dict[str, flowsql.Session]) -> None:
+    session = sessions["streaming"]
+    session.register_function(tables.series, name="random_series", deterministic=False)
+    with pytest.raises(PlanError, match="'random_series' is not deterministic"):
+        session.sql("SELECT m, i FROM (SELECT n, max(k) AS m FROM t GROUP BY n) AS g, "
+                    "LATERAL TABLE(random_series(g.n)) AS T(i)").to_arrow()
 
 
 def test_failure_names_the_function_and_row(sessions: dict[str, flowsql.Session]) -> None:
