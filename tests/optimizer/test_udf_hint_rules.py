@@ -137,3 +137,10 @@ def test_hint_text_lists_only_given_hints() -> None:
     text = explain_logical(filter_(o, and_(plain, hinted)))
     assert text.splitlines()[0].endswith(" hints: hinted(selectivity=0.1, cost_per_row=50)")
     assert pa.types.is_boolean(plain.dtype)
+
+
+def test_built_in_conjuncts_keep_their_order() -> None:
+    """Without a user function the order changes nothing at run time: plans stay as is."""
+    o = scan(ORDERS)
+    plan = filter_(o, and_(gt(col(o, "o_key"), lit(10)), eq(col(o, "o_cust"), lit(3))))
+    assert order(plan) is plan

@@ -13,13 +13,16 @@ A conjunct calling a non-deterministic function is never reordered: it stays in 
 place, and the conjuncts before it stay before it (each side is ordered on its own), so
 it is evaluated on the same rows as written.
 
-Applies to Filter predicates and scan filters (the scan evaluates them the same way).
+Applies to Filter predicates and scan filters (the scan evaluates them the same way), and
+only where a conjunct calls a user-defined function: built-in conjuncts are evaluated
+together over the whole batch, so their order changes nothing, and plans without user
+functions stay exactly as they were.
 """
 
 from __future__ import annotations
 
 from flowsql.optimizer.context import OptimizerContext
-from flowsql.optimizer.udf_hints import cost_per_row, hint_selectivity
+from flowsql.optimizer.udf_hints import cost_per_row, hint_selectivity, udf_calls
 from flowsql.planner.determinism import is_deterministic
 from flowsql.planner.expressions import Expr, conjoin, conjuncts
 from flowsql.planner.logical import Filter, LogicalPlan, Scan, transform_plan
@@ -27,6 +30,9 @@ from flowsql.planner.logical import Filter, LogicalPlan, Scan, transform_plan
 
 def order_predicates(plan: LogicalPlan, context: OptimizerContext) -> LogicalPlan:
     def visit(node: LogicalPlan) -> LogicalPlan | None:
+        if not isinstance(node, Filter | Scan) or not any(
+                udf_calls(e) for e in node.expressions()):
+            return None
         if isinstance(node, Filter):
             ordered = _order(conjuncts(node.predicate), node.input, context)
             predicate = conjoin(ordered)
