@@ -2,7 +2,7 @@
 
 The input DataFrame gets one extra column per argument (the argument expressions, rendered
 as Spark expressions); ``mapInArrow`` then runs, in Spark's Python workers, the same
-array contract as the local operator (``flowsql.runtime.table_functions``, imported by the
+array contract as the local operator (``flowsql.runtime.user_functions.table``, imported by the
 generated program, which imports the user's function by its path). Output: the input's
 columns followed by the function's, as the physical node's schema says.
 """
@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from flowsql.errors import PlanError
 from flowsql.planner import types as T
+from flowsql.planner.expressions import render
 from flowsql.planner.physical import TableFunctionExec
 from flowsql.spark.codegen import Program, call
 from flowsql.spark.expressions import Renderer
@@ -35,9 +36,10 @@ def compile_table_function(program: Program, node: TableFunctionExec) -> str:
                        for n, f in zip(out_names, node.schema))
     fields = "[" + ", ".join(f"({n!r}, {_arrow_type_source(t)})"
                              for n, t in node.function.result_fields) + "]"
-    mapper = (f"__import__('flowsql.runtime.table_functions', fromlist=['x'])"
+    mapper = (f"__import__('flowsql.runtime.user_functions.table', fromlist=['x'])"
               f".spark_table_function({node.function.name!r}, {node.function.path!r}, "
-              f"{fields}, {len(input_names)}, {node.outer}, {out_names!r})")
+              f"{fields}, {len(input_names)}, {node.outer}, {out_names!r}, "
+              f"{[render(a) for a in node.args]!r})")
     return program.assign(f"{widened}.mapInArrow({mapper}, {schema!r})")
 
 

@@ -1,6 +1,6 @@
 """Table functions the tests call by import path (``tests.udfs.tables.NAME``).
 
-Each follows the array contract of ``flowsql/runtime/table_functions.py``: arrays in,
+Each follows the array contract of ``flowsql/runtime/user_functions/table.py``: arrays in,
 (rows, parent indices) out. ``CALLS`` counts the input rows each function was given, so a
 test can see how many rows reached it.
 """
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import flowsql
-from flowsql.runtime.table_functions import row_wise
+from flowsql.runtime.user_functions.table import row_wise
 
 CALLS: Counter[str] = Counter()
 

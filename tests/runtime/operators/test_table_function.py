@@ -101,8 +101,8 @@ def test_failure_names_function_and_input_row() -> None:
     node, batches = leaf(DATA, 6)
     fields = (Field.fresh("x", T.INT64),)
     exec_node = TableFunctionExec(node, fails, (node.fields[0].ref(),), fields, False, 1.0)
-    with pytest.raises(ExecutionError, match=r"table function 'fails_on_three' failed on "
-                       r"input row \(3\): ValueError: three is not allowed"):
+    with pytest.raises(ExecutionError, match=r"function fails_on_three failed on the input row "
+                       r"with k = 3: ValueError: three is not allowed"):
         drive(exec_node, batches)
 
 

@@ -1,6 +1,6 @@
 """Calling a Python table function (``LATERAL TABLE(f(x))``) on a whole batch.
 
-The contract (vectorized; documented for users in docs/sql-reference.md):
+The contract (vectorized; documented for users in docs/table-functions.md):
 
 * The function is called once per input batch with one ``pyarrow.Array`` per argument,
   all of the batch's length ``n`` (a literal argument arrives repeated).
@@ -22,9 +22,9 @@ Python once per input row and is therefore slow -- prefer the array form. Put it
 the declaration: ``@flowsql.udtf([...])`` above ``@row_wise`` above ``def f(a, b): yield
 ...`` (the module attribute is then the adapted function, which is what workers import).
 
-A function that raises is reported as an :class:`ExecutionError` naming the function and
-the first input row that fails on its own (found by calling the function row by row on
-the failing batch, so the message points at data, not at a batch).
+A function that raises is reported as scalar functions are (``scalar.describe_failure``):
+an ExecutionError naming the function and the arguments of the first input row that fails
+on its own (the batch is retried row by row only after a failure).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from flowsql.errors import CatalogError, ExecutionError, FlowSQLError
 from flowsql.planner.schema import Schema
 from flowsql.planner.udf import UserFunction
 from flowsql.planner.udf_loading import import_function
+from flowsql.runtime.user_functions.scalar import describe_failure
 
 TableFunctionResult = tuple[Any, Any]
 
@@ -54,15 +55,16 @@ def load_callable(function: UserFunction) -> Callable[..., TableFunctionResult]:
 
 
 def call_table_function(fn: Callable[..., TableFunctionResult], function: UserFunction,
-                        args: Sequence[pa.Array], fields: Schema, num_rows: int
-                        ) -> tuple[list[pa.Array], np.ndarray]:
-    """Call ``fn`` on one batch's argument arrays: (one array per field, parent indices)."""
+                        args: Sequence[pa.Array], fields: Schema, num_rows: int,
+                        labels: Sequence[str]) -> tuple[list[pa.Array], np.ndarray]:
+    """Call ``fn`` on one batch's argument arrays: (one array per field, parent indices).
+    ``labels`` are the arguments as written in SQL, for the error naming a failing row."""
     try:
         result = fn(*args)
     except FlowSQLError:
         raise
     except Exception as exc:
-        raise _failure(fn, function, args, num_rows, exc) from exc
+        raise describe_failure(function, fn, args, num_rows, labels, exc) from None
     return _check_result(result, function, fields, num_rows)
 
 
@@ -108,21 +110,6 @@ def _check_result(result: Any, function: UserFunction, fields: Schema,
     return arrays, index
 
 
-def _failure(fn: Callable[..., TableFunctionResult], function: UserFunction,
-             args: Sequence[pa.Array], num_rows: int, exc: Exception) -> ExecutionError:
-    """An error naming the first input row on which ``fn`` fails alone (or the batch)."""
-    for i in range(num_rows):
-        one = [a.slice(i, 1) for a in args]
-        try:
-            fn(*one)
-        except Exception as row_exc:  # noqa: BLE001 -- reported with the row
-            values = ", ".join(repr(a[0].as_py()) for a in one)
-            return ExecutionError(f"table function '{function.name}' failed on input row "
-                                  f"({values}): {type(row_exc).__name__}: {row_exc}")
-    return ExecutionError(f"table function '{function.name}' failed on a batch of {num_rows} "
-                          f"rows: {type(exc).__name__}: {exc}")
-
-
 def lateral_rows(data: pa.RecordBatch, arrays: list[pa.Array], parents: np.ndarray,
                  outer: bool) -> tuple[pa.RecordBatch, np.ndarray]:
     """Each input row of ``data`` beside its function rows; with ``outer``, input rows
@@ -166,7 +153,7 @@ def row_wise(fn: Callable[..., Iterable[Sequence[Any]]]) -> Callable[..., TableF
 
 
 def spark_table_function(name: str, path: str, fields: Sequence[tuple[str, pa.DataType]],
-                         width: int, outer: bool, names: Sequence[str]
+                         width: int, outer: bool, names: Sequence[str], labels: Sequence[str]
                          ) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
     """The function ``DataFrame.mapInArrow`` runs for a LATERAL TABLE on Spark.
 
@@ -187,7 +174,8 @@ def spark_table_function(name: str, path: str, fields: Sequence[tuple[str, pa.Da
                 continue
             data = batch.select(range(width))
             args = [batch.column(i) for i in range(width, batch.num_columns)]
-            arrays, parents = call_table_function(fn, function, args, schema, batch.num_rows)
+            arrays, parents = call_table_function(fn, function, args, schema, batch.num_rows,
+                                                  labels)
             joined, _ = lateral_rows(data, arrays, parents, outer)
             if joined.num_rows:
                 yield joined.rename_columns(list(names))
