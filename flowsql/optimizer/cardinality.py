@@ -30,8 +30,10 @@ from flowsql.planner.logical import (
     Project,
     Scan,
     SetOp,
+    TableFunctionJoin,
     Values,
 )
+from flowsql.planner.udf import DEFAULT_ROWS_PER_CALL
 
 DEFAULT_TABLE_ROWS = 1000.0
 EQ_SELECTIVITY = 0.1
@@ -75,6 +77,12 @@ class CardinalityEstimator:
         if isinstance(plan, Limit):
             rows = max(self.rows(plan.input) - plan.offset, 0.0)
             return rows if plan.limit is None else min(rows, float(plan.limit))
+        if isinstance(plan, TableFunctionJoin):
+            # the function's rows_per_call hint (rows per input row), else the default
+            per_row = plan.function.hints.rows_per_call
+            rows = self.rows(plan.input) * (DEFAULT_ROWS_PER_CALL if per_row is None
+                                            else per_row)
+            return max(rows, self.rows(plan.input)) if plan.outer else rows
         if isinstance(plan, SetOp):
             left, right = self.rows(plan.left), self.rows(plan.right)
             return {"union": left + right, "intersect": min(left, right)}.get(plan.kind, left)

@@ -48,6 +48,7 @@ from flowsql.planner.physical import (
     ProjectExec,
     SetOpExec,
     SortExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -122,6 +123,7 @@ class _Pass:
             TableScanExec: lambda n: (n, ANY),
             ValuesExec: lambda n: (n, SINGLE),
             FilterExec: self._passthrough,
+            TableFunctionExec: self._passthrough,
             ProjectExec: self._project,  # type: ignore[dict-item]
             HashJoinExec: self._hash_join,  # type: ignore[dict-item]
             NestedLoopJoinExec: self._loop_join,  # type: ignore[dict-item]

@@ -31,6 +31,7 @@ from flowsql.planner.logical import (
     SetOp,
     Sort,
     SubqueryAlias,
+    TableFunctionJoin,
     Values,
     Window,
     WindowTableFunction,
@@ -45,6 +46,7 @@ from flowsql.planner.physical import (
     ProjectExec,
     SetOpExec,
     SortExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -99,6 +101,9 @@ class _Planner:
             return self.plan(node.input)
         if isinstance(node, WindowTableFunction):
             return self._window_tvf(node, rows)
+        if isinstance(node, TableFunctionJoin):
+            return TableFunctionExec(self.plan(node.input), node.function, node.args,
+                                     node.fields, node.outer, rows)
         raise PlanError(f"physical planning: no physical operator for {type(node).__name__}")
 
     def _window_tvf(self, node: WindowTableFunction, rows: float) -> PhysicalPlan:

@@ -15,6 +15,7 @@ from flowsql.planner.expressions import (
     ColumnRef,
     Expr,
     SortKey,
+    UdfCall,
     render,
     walk,
 )
@@ -29,6 +30,7 @@ from flowsql.planner.logical import (
     SetOp,
     Sort,
     SubqueryAlias,
+    TableFunctionJoin,
     Values,
     Window,
     WindowTableFunction,
@@ -47,6 +49,7 @@ from flowsql.planner.physical import (
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -67,6 +70,7 @@ from flowsql.planner.physical_streaming import (
     WindowJoinExec,
 )
 from flowsql.planner.schema import Schema
+from flowsql.planner.udf import UserFunction
 
 INDENT = "  "
 
@@ -103,6 +107,34 @@ def _list(items: Iterable[str]) -> str:
 
 def _columns(fields: Schema) -> str:
     return _list(f.name for f in fields)
+
+
+def _hints(exprs: Iterable[Expr]) -> str:
+    """`` hints: f(selectivity=0.1, cost_per_row=50)`` for the user-defined functions the
+    expressions call with hints given (the optimizer used them to order and place the
+    predicates); empty when none was given (the defaults applied)."""
+    out: list[str] = []
+    for expr in exprs:
+        for call in (e for e in walk(expr) if isinstance(e, UdfCall)):
+            hints = call.function.hints
+            parts = [f"{name}={value:g}" for name, value in (
+                ("selectivity", hints.selectivity), ("cost_per_row", hints.cost_per_row))
+                if value is not None]
+            if not hints.deterministic:
+                parts.append("deterministic=false")
+            text = f"{call.function.name}({', '.join(parts)})"
+            if parts and text not in out:
+                out.append(text)
+    return f" hints: {', '.join(out)}" if out else ""
+
+
+def _table_function(function: UserFunction, args: tuple[Expr, ...], fields: Schema,
+                    outer: bool) -> str:
+    """``[left] f(x) -> [a, b]``, with the rows_per_call hint when one was given."""
+    call = f"{function.name}({', '.join(render(a) for a in args)})"
+    hint = function.hints.rows_per_call
+    hints = f" hints: {function.name}(rows_per_call={hint:g})" if hint is not None else ""
+    return f"[{'left' if outer else 'cross'}] {call} -> {_columns(fields)}{hints}"
 
 
 def _named(exprs: Iterable[Expr], fields: Schema) -> str:
@@ -150,11 +182,11 @@ def _logical(plan: LogicalPlan, depth: int, lines: list[str]) -> None:
 def _logical_line(plan: LogicalPlan) -> str:
     if isinstance(plan, Scan):
         return f"Scan {_table(plan.table.name, plan.alias)} {_columns(plan.fields)}" \
-               f"{_filters(plan.filters)}"
+               f"{_filters(plan.filters)}{_hints(plan.filters)}"
     if isinstance(plan, Values):
         return f"Values {_columns(plan.fields)} rows={len(plan.rows)}"
     if isinstance(plan, Filter):
-        return f"Filter {render(plan.predicate)}"
+        return f"Filter {render(plan.predicate)}{_hints((plan.predicate,))}"
     if isinstance(plan, Project):
         return f"Project {_named(plan.exprs, plan.fields)}"
     if isinstance(plan, Join):
@@ -174,6 +206,9 @@ def _logical_line(plan: LogicalPlan) -> str:
         return f"SetOp[{plan.kind}{' all' if plan.all else ''}] {_columns(plan.fields)}"
     if isinstance(plan, SubqueryAlias):
         return f"SubqueryAlias {plan.name}"
+    if isinstance(plan, TableFunctionJoin):
+        return "TableFunctionJoin" + _table_function(plan.function, plan.args, plan.fields,
+                                                     plan.outer)
     if isinstance(plan, WindowTableFunction):
         partition = (f" partition_by={_list(render(k) for k in plan.partition_by)}"
                      if plan.partition_by else "")
@@ -207,11 +242,11 @@ def _physical_line(plan: PhysicalPlan) -> str:
         # where the scan's estimates come from: measured (analyzed), footers, or guesses
         origin = f" stats={plan.table.statistics.origin}"
         return (f"TableScan {plan.table.name} {_columns(plan.fields)}{_filters(plan.filters)}"
-                f"{watermark}{changelog}{origin}")
+                f"{watermark}{changelog}{_hints(plan.filters)}{origin}")
     if isinstance(plan, ValuesExec):
         return f"Values {_columns(plan.fields)}"
     if isinstance(plan, FilterExec):
-        return f"Filter {render(plan.predicate)}"
+        return f"Filter {render(plan.predicate)}{_hints((plan.predicate,))}"
     if isinstance(plan, ProjectExec):
         return f"Project {_named(plan.exprs, plan.fields)}"
     if isinstance(plan, HashJoinExec):
@@ -249,6 +284,9 @@ def _physical_line(plan: PhysicalPlan) -> str:
         return f"Exchange[{plan.kind}]{keys}"
     if isinstance(plan, WindowTableFunctionExec):
         return f"WindowTableFunction {plan.shape.describe()} time={render(plan.time_column)}"
+    if isinstance(plan, TableFunctionExec):
+        return "TableFunction" + _table_function(plan.function, plan.args, plan.fields,
+                                                 plan.outer)
     if isinstance(plan, WindowAggregateExec):
         return _window_aggregate_line(plan)
     streaming = _streaming_line(plan)

@@ -23,6 +23,7 @@ from flowsql.planner.expressions import (
     column_ids,
 )
 from flowsql.planner.schema import Field, Schema
+from flowsql.planner.udf import TABLE, UserFunction
 
 JOIN_KINDS = ("inner", "left", "right", "full", "cross", "semi", "anti", "mark", "single")
 SET_KINDS = ("union", "intersect", "except")
@@ -431,6 +432,50 @@ class WindowTableFunction(LogicalPlan):
 
     def with_expressions(self, exprs: tuple[Expr, ...]) -> LogicalPlan:
         return replace(self, time_column=exprs[0], partition_by=tuple(exprs[1:]))
+
+
+@dataclass(frozen=True, eq=False)
+class TableFunctionJoin(LogicalPlan):
+    """``input, LATERAL TABLE(function(args))``: every input row followed by each row the
+    table function returns for it (``fields``, named by the query's column aliases).
+
+    ``args`` are expressions over the input's columns. ``outer`` is the LEFT JOIN ... ON
+    TRUE form: an input row for which the function returns no rows is kept once, with
+    NULLs in ``fields``; otherwise it is dropped (CROSS JOIN / comma). A table function
+    alone in FROM has a one-row, no-column ``Values`` as input.
+    """
+
+    input: LogicalPlan
+    function: UserFunction
+    args: tuple[Expr, ...]
+    fields: Schema
+    outer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.function.kind != TABLE:
+            raise PlanError(f"TableFunctionJoin: '{self.function.name}' is a "
+                            f"{self.function.kind} function, not a table function")
+        if len(self.fields) != len(self.function.result_fields):
+            raise PlanError(f"TableFunctionJoin: '{self.function.name}' returns "
+                            f"{len(self.function.result_fields)} columns, not "
+                            f"{len(self.fields)}")
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.fields)
+
+    @property
+    def inputs(self) -> tuple[LogicalPlan, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[LogicalPlan, ...]) -> LogicalPlan:
+        return replace(self, input=inputs[0])
+
+    def expressions(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_expressions(self, exprs: tuple[Expr, ...]) -> LogicalPlan:
+        return replace(self, args=tuple(exprs))
 
 
 def walk_plan(plan: LogicalPlan):  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ from flowsql.planner.catalog import TableEntry
 from flowsql.planner.expressions import AggCall, Expr, SortKey, WindowCall
 from flowsql.planner.logical import WindowShape
 from flowsql.planner.schema import Field, Schema
+from flowsql.planner.udf import UserFunction
 
 
 class PhysicalPlan:
@@ -310,6 +311,26 @@ class SetOpExec(_Binary):
     @property
     def schema(self) -> Schema:
         return self.fields
+
+
+@dataclass(frozen=True, eq=False)
+class TableFunctionExec(_Unary):
+    """``LATERAL TABLE(function(args))`` over each input batch: the function is called
+    once per batch with the argument arrays and returns rows tagged with the input row
+    they belong to (``runtime/operators/table_function.py`` states the contract); the
+    output is each input row followed by ``fields``. ``outer`` keeps an input row that got
+    no rows once, with NULLs. Stateless; row kinds of an updating input pass through."""
+
+    input: PhysicalPlan
+    function: UserFunction
+    args: tuple[Expr, ...]
+    fields: Schema
+    outer: bool
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return (*self.input.schema, *self.fields)
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,6 +25,7 @@ from flowsql.runtime.operators.rank.order_by_limit import TopNOperator
 from flowsql.runtime.operators.set_op import SetOpOperator
 from flowsql.runtime.operators.sort import SortOperator
 from flowsql.runtime.operators.source.values import ValuesOperator
+from flowsql.runtime.operators.table_function import TableFunctionOperator
 from flowsql.runtime.operators.window.window_aggregate import WindowAggregateOperator
 from flowsql.runtime.operators.window.window_table_function import WindowTableFunctionOperator
 
@@ -64,6 +65,7 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.SetOpExec: SetOpOperator,  # type: ignore[dict-item]
     P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
     P.WindowAggregateExec: WindowAggregateOperator,  # type: ignore[dict-item]
+    P.TableFunctionExec: TableFunctionOperator,  # type: ignore[dict-item]
     S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark.watermark_assigner",
                                    "WatermarkAssignerOperator"),
     S.ProctimeWatermarkExec: _lazy(f"{_OPS}.watermark.proctime_watermark",
@@ -89,6 +91,7 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.SetOpExec: lambda n: f"{n.kind}{' all' if n.all else ''}",  # type: ignore[attr-defined]
     P.WindowTableFunctionExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
+    P.TableFunctionExec: lambda n: n.function.name,  # type: ignore[attr-defined]
     S.StreamJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
     S.WindowJoinExec: lambda n: f"{n.kind} window join",  # type: ignore[attr-defined]

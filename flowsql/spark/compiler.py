@@ -31,6 +31,7 @@ from flowsql.planner.physical import (
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -45,6 +46,7 @@ from flowsql.spark.joins import (
 )
 from flowsql.spark.literals import cast
 from flowsql.spark.spark_types import ddl_schema, quote_name, spark_type
+from flowsql.spark.table_functions import compile_table_function
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -254,4 +256,5 @@ COMPILERS: dict[type[PhysicalPlan], NodeCompiler] = {
     TopNExec: _top_n,
     LimitExec: _limit,
     SetOpExec: _set_op,
+    TableFunctionExec: compile_table_function,
 }

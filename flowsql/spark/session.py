@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,6 +65,9 @@ def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
         # Spark picks a non-loopback address and says so on every start; local mode needs
         # nothing but the loopback interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Python workers (user-defined functions) need this interpreter's packages
+        # (pyarrow, flowsql), not whichever python is first on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     config = {**DEFAULT_CONFIG, **{k: v for k, v in settings.items()
                                    if k.startswith("spark.") and k not in FLOWSQL_SETTINGS}}
     builder = SparkSession.builder.master(config.pop("spark.master", DEFAULT_MASTER))

@@ -54,6 +54,7 @@ from flowsql.planner.logical import (
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
+from flowsql.sql.bind_table_function import bind_table_function, table_function_call
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
 from flowsql.sql.grouping_sets import (
@@ -518,6 +519,11 @@ class QueryBinder:
     def _bind_join(self, left: LogicalPlan, join: exp.Join, scope: Scope) -> LogicalPlan:
         if join.args.get("method"):
             raise self.error(f"{join.args['method']} joins are not supported", join)
+        call = table_function_call(join.this)
+        if call is not None:
+            plan, rel = self._bind_table_function(join.this, call, left, join, scope)
+            scope.relations.append(rel)
+            return plan
         right, rels = self._bind_table_expr(join.this, scope)
         side = (join.args.get("side") or "").lower()
         kind = (join.args.get("kind") or "").lower()
@@ -558,6 +564,10 @@ class QueryBinder:
         alias = alias_node.name if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None else []
         tvf = window_tvf_call(node) if isinstance(node, exp.Table) else None
+        call = table_function_call(node)
+        if call is not None:
+            plan, rel = self._bind_table_function(node, call, None, None, scope)
+            return plan, [rel]
         if tvf is not None:
             plan, default_names = bind_window_tvf(tvf, scope, self._bind_table_expr, self.error)
             qualifier = alias
@@ -588,6 +598,12 @@ class QueryBinder:
             default_names = column_aliases + default_names[len(column_aliases):]
         columns = [f.renamed(n) for f, n in zip(fields, default_names)]
         return plan, [Relation(qualifier, columns)]
+
+    def _bind_table_function(self, node: exp.Expression, call: exp.Expression,
+                             left: LogicalPlan | None, join: exp.Join | None,
+                             scope: Scope) -> tuple[LogicalPlan, Relation]:
+        return bind_table_function(node, call, left, join, scope, self.catalog.functions.get,
+                                   self.exprs.bind, self.exprs.coerce, self.error)
 
     def _bind_named_table(self, node: exp.Table, scope: Scope) -> tuple[LogicalPlan, list[str]]:
         name = node.name

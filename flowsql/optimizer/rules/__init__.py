@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.rules.decorrelate_subqueries import decorrelate_subqueries
+from flowsql.optimizer.rules.migrate_predicates import migrate_predicates
+from flowsql.optimizer.rules.order_predicates import order_predicates
 from flowsql.optimizer.rules.prune_columns import prune_columns
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
 from flowsql.optimizer.rules.remove_subquery_alias import remove_subquery_alias
@@ -36,6 +38,13 @@ RULES: tuple[Rule, ...] = (
     # After pushdown (needs the join graph and filtered leaf estimates), before pruning (it
     # adds a Project restoring column order that pruning may then drop).
     reorder_joins,
+    # After join ordering (which orders joins by the filtered inputs pushdown produced) and
+    # after pushdown (which would push a lifted predicate straight back down): lifts an
+    # expensive user-defined predicate above a join that keeps few rows.
+    migrate_predicates,
+    # After every rule that moves predicates (it orders the conjuncts where they finally
+    # stand); the runtime evaluates them in this order on the surviving rows.
+    order_predicates,
     # Last: every earlier rewrite may still need columns that pruning would drop.
     prune_columns,
 )

@@ -24,6 +24,7 @@ from flowsql.planner.logical import (
     Scan,
     SetOp,
     Sort,
+    TableFunctionJoin,
     Values,
     Window,
 )
@@ -47,6 +48,11 @@ def _prune(plan: LogicalPlan, required: set[int], ordered: bool = False) -> Logi
         return _prune_window(plan, required, ordered)
     if isinstance(plan, Join):
         return _prune_join(plan, required, ordered)
+    if isinstance(plan, TableFunctionJoin):
+        # the function's columns stay (it returns them all); its input keeps what is read
+        # above and what the arguments read
+        need = (required & plan.input.column_ids) | exprs_cids(plan.args)
+        return _with_inputs(plan, (_prune(plan.input, need, ordered),))
     if isinstance(plan, Filter | Sort | Limit):
         need = required | exprs_cids(plan.expressions())
         return _with_inputs(plan, (_prune(plan.inputs[0], need, ordered),))

@@ -13,6 +13,9 @@ joins:
 * outer joins: conjuncts from above go only into the preserved side; conjuncts of the ON
   clause go only into the null-supplying side (an ON conjunct over the preserved side
   decides matching, not which preserved rows survive, so it stays);
+* table function joins (LATERAL TABLE): conjuncts over the input's columns only go below
+  (every output row of an input row carries that row's values, NULL-padded ones too);
+  conjuncts reading the function's columns stay above;
 * semi / anti / mark / single: like a left join (the right side only supplies matches);
   a semi join may also push ON conjuncts over its left side down. Null-aware joins keep
   their condition intact: its NULL semantics are the point.
@@ -44,6 +47,7 @@ from flowsql.planner.logical import (
     Scan,
     SetOp,
     Sort,
+    TableFunctionJoin,
     Window,
 )
 
@@ -79,6 +83,8 @@ def _push(plan: LogicalPlan, preds: list[Expr]) -> LogicalPlan:
         return _push_set_op(plan, preds)
     if isinstance(plan, Scan):
         return _push_scan(plan, preds)
+    if isinstance(plan, TableFunctionJoin):
+        return _push_table_function(plan, preds)
     return _filter(_rebuild(plan), preds)
 
 
@@ -138,6 +144,13 @@ def _push_window(plan: Window, preds: list[Expr]) -> LogicalPlan:
     for p in preds:
         ids = column_ids(p)
         (down if shared and ids and ids <= shared else stay).append(p)
+    return _filter(plan.with_inputs((_push(plan.input, down),)), stay)
+
+
+def _push_table_function(plan: TableFunctionJoin, preds: list[Expr]) -> LogicalPlan:
+    own = plan.input.column_ids
+    down = [p for p in preds if column_ids(p) <= own]
+    stay = [p for p in preds if not column_ids(p) <= own]
     return _filter(plan.with_inputs((_push(plan.input, down),)), stay)
 
 

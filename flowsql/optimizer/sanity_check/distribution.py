@@ -32,6 +32,7 @@ from flowsql.planner.physical import (
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -62,7 +63,7 @@ def check_distribution(plan: PhysicalPlan) -> None:
 
 
 _PASSTHROUGH: tuple[type, ...] = (FilterExec, WatermarkAssignerExec, ProctimeWatermarkExec,
-                                  WindowTableFunctionExec, SinkExec)
+                                  WindowTableFunctionExec, SinkExec, TableFunctionExec)
 _STREAM_JOINS: tuple[type, ...] = (StreamJoinExec, IntervalJoinExec, WindowJoinExec)
 #: keyed streaming operators and the keys their state is filed under
 _STATE_KEYS: dict[type, Callable[[PhysicalPlan], tuple[Expr, ...]]] = {

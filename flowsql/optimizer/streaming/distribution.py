@@ -31,6 +31,7 @@ from flowsql.optimizer.distribution import _gather, _hashed, _Pass, parallelism
 from flowsql.planner.expressions import ColumnRef, Expr
 from flowsql.planner.physical import (
     PhysicalPlan,
+    TableFunctionExec,
     WindowAggregateExec,
     WindowTableFunctionExec,
 )
@@ -76,6 +77,7 @@ class _StreamingPass(_Pass):
             WatermarkAssignerExec: self._passthrough,
             ProctimeWatermarkExec: self._passthrough,
             WindowTableFunctionExec: self._passthrough,
+            TableFunctionExec: self._passthrough,
             SinkExec: self._passthrough,
             StreamJoinExec: self._stream_join,  # type: ignore[dict-item]
             IntervalJoinExec: self._stream_join,  # type: ignore[dict-item]

@@ -69,6 +69,7 @@ from flowsql.planner.physical import (
     SetOpExec,
     SortExec,
     SourceWatermark,
+    TableFunctionExec,
     TableScanExec,
     TopNExec,
     ValuesExec,
@@ -176,6 +177,16 @@ class _Planner:
         if isinstance(node.input, WindowExec) and _row_number(node.input) is not None:
             return self._rank(node, node.input)
         (child,), (info,) = self._inputs(node)
+        return replace(node, input=child), info
+
+    def table_function(self, node: TableFunctionExec) -> tuple[PhysicalPlan, StreamInfo]:
+        """Stateless: an updating input's row kinds follow each row to its function rows,
+        which retracts correctly only if the function gives a row the same rows again."""
+        (child,), (info,) = self._inputs(node)
+        if info.mode == UPDATING and not node.function.hints.deterministic:
+            raise PlanError(f"table function '{node.function.name}' is not deterministic, so "
+                            f"it cannot run over an updating input ({info.updated_by}): a "
+                            "retraction would not meet the rows its insertion produced")
         return replace(node, input=child), info
 
     def project(self, node: ProjectExec) -> tuple[PhysicalPlan, StreamInfo]:
@@ -576,6 +587,7 @@ _HANDLERS: dict[type, Callable[[_Planner, object], tuple[PhysicalPlan, StreamInf
     ProjectExec: _Planner.project,  # type: ignore[dict-item]
     ExchangeExec: _Planner.exchange,  # type: ignore[dict-item]
     WindowTableFunctionExec: _Planner.window_tvf,  # type: ignore[dict-item]
+    TableFunctionExec: _Planner.table_function,  # type: ignore[dict-item]
     WindowAggregateExec: _Planner.window_aggregate,  # type: ignore[dict-item]
     HashAggregateExec: _Planner.aggregate,  # type: ignore[dict-item]
     WindowExec: _Planner.over,  # type: ignore[dict-item]

@@ -25,10 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
-from flowsql.planner.expressions import Expr
+from flowsql.planner.expressions import Expr, conjuncts
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Schema
 from flowsql.runtime.expressions.compiler import compile_node
+from flowsql.runtime.expressions.conjunction import (
+    needs_ordered_evaluation,
+    ordered_conjunction,
+)
 from flowsql.runtime.expressions.support import as_array, conform
 
 __all__ = ["compile_expr", "compile_predicate", "evaluate_constant"]
@@ -72,7 +76,12 @@ def _depth(expr: Expr) -> int:
 
 
 def compile_predicate(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:
-    """Compile a boolean ``expr`` into a NULL-free mask (WHERE semantics)."""
+    """Compile a boolean ``expr`` into a NULL-free mask (WHERE semantics). A conjunction
+    that calls a user-defined function after its first conjunct is evaluated in order,
+    each conjunct on the rows the earlier ones kept (``conjunction``)."""
+    if needs_ordered_evaluation(expr):
+        parts = conjuncts(expr)
+        return ordered_conjunction(parts, [compile_predicate(p, schema) for p in parts])
     evaluate = compile_expr(expr, schema)
 
     def mask(batch: pa.RecordBatch) -> pa.Array:

@@ -41,7 +41,7 @@ from flowsql.runtime.parallel.type_names import type_from_name, type_name
 _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.TableScanExec, P.SourceWatermark, P.ValuesExec, P.FilterExec, P.ProjectExec, P.HashJoinExec,
     P.NestedLoopJoinExec, P.HashAggregateExec, P.SortMergeJoinExec, P.SortAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
-    P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput,
+    P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput, P.TableFunctionExec,
     P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
