@@ -10,6 +10,13 @@ over ``d`` values (``n / d`` rows each), a value survives unless all its rows go
 ``d * (1 - (1 - f) ** (n / d))`` survive (the classic balls-into-bins estimate; PostgreSQL
 and DuckDB use the same idea).
 
+Two counts travel: ``distinct``, the values present, and ``domain``, the values the column can
+still take. A predicate on the column itself (``x < 10``) cuts both; a predicate on another
+column, or a join on another key, thins the rows at random and cuts only the values present.
+Joins need the difference: two sides thinned at random share a value only by chance, so
+their join matches ``|L| * |R| / domain``, while two sides cut to the same range keep
+matching each other (``joins.py``).
+
 ``source`` identifies the base column the values come from (the id of its table's Scan
 node and the column's name; None for computed values), and ``unique`` says the column is a key of that table (its measured distinct count is
 about its row count): every column of the same origin is then a function of it, which the
@@ -48,12 +55,16 @@ class ColumnEstimate:
     histogram: tuple[float, ...] = ()
     source: tuple[int, str] | None = None
     unique: bool = False
-    #: distinct values of the base column before any filter or join (None: ``distinct``)
+    #: the values the column can still take (None: ``distinct``), see the module docstring
     domain: float | None = None
+    #: for a group key of an aggregate: (the aggregate's id, its number of keys); all keys of
+    #: one aggregate together are a key of its output
+    group_of: tuple[int, int] | None = None
 
     @property
-    def base_distinct(self) -> float:
-        return self.distinct if self.domain is None else self.domain
+    def domain_size(self) -> float:
+        """The values the column can still take (at least its distinct values)."""
+        return self.distinct if self.domain is None else max(self.domain, self.distinct)
 
     @property
     def origin(self) -> int | None:

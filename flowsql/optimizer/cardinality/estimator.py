@@ -15,6 +15,7 @@ reused while the estimator lives.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import replace
 
@@ -28,7 +29,12 @@ from flowsql.optimizer.cardinality.columns import (
 )
 from flowsql.optimizer.cardinality.defaults import DEFAULT_TABLE_ROWS
 from flowsql.optimizer.cardinality.groups import group_count
-from flowsql.optimizer.cardinality.joins import KeyPairs, join_rows
+from flowsql.optimizer.cardinality.joins import (
+    KeyPairs,
+    contained_domain,
+    join_rows,
+    matched_distinct,
+)
 from flowsql.optimizer.cardinality.joins import inner_rows as _inner_rows
 from flowsql.optimizer.cardinality.selectivity import Conjunction, Lookup, conjunction
 from flowsql.planner.expressions import (
@@ -54,7 +60,7 @@ from flowsql.planner.logical import (
     Values,
 )
 
-_DAYS_PER_YEAR = 365.2425
+_EPOCH = dt.date(1970, 1, 1)
 #: aggregates whose results are values of their argument column
 _VALUE_AGGREGATES = ("min", "max", "any_value", "first", "last")
 
@@ -160,7 +166,7 @@ class CardinalityEstimator:
                     condition: Expr | None) -> _JoinParts:
         left_ids, right_ids = self._column_ids(left), self._column_ids(right)
         pairs: list[tuple[ColumnEstimate, ColumnEstimate]] = []
-        keys: dict[int, float] = {}
+        keys: dict[int, tuple[float, float]] = {}
         rest: list[Expr] = []
         for c in conjuncts(condition):
             sides = equi_sides(c, left_ids, right_ids)
@@ -169,10 +175,12 @@ class CardinalityEstimator:
                 continue
             a, b = self._expression(left, sides[0]), self._expression(right, sides[1])
             pairs.append((a, b))
-            matched = min(a.distinct, b.distinct)
+            matched = matched_distinct(a, b)
+            domain = min(contained_domain(a, b), contained_domain(b, a))
             for side in sides:
                 if isinstance(side, ColumnRef):
-                    keys[side.cid] = min(keys.get(side.cid, math.inf), matched)
+                    known = keys.get(side.cid, (math.inf, math.inf))
+                    keys[side.cid] = (min(known[0], matched), min(known[1], domain))
         residual = 1.0
         if rest:
             lookup = self._lookup_either(left, right)
@@ -215,10 +223,13 @@ class CardinalityEstimator:
         """The column after a filter: its own predicates cut its values in proportion, the
         other predicates thin the rows left (see ``columns.shrink_distinct``)."""
         own = conj.per_column.get(cid, 1.0)
-        distinct = column.distinct * own if own < 1.0 else column.distinct
+        if own >= 1.0:
+            own = 1.0
+        distinct, domain = column.distinct * own, column.domain_size * own
         rows_left = rows_in * own
         rest = rows_out / rows_left if rows_left > 0 else 0.0
-        return column.with_distinct(shrink_distinct(distinct, rows_left, min(rest, 1.0)))
+        distinct = shrink_distinct(distinct, rows_left, min(rest, 1.0))
+        return replace(column, distinct=distinct, domain=domain)
 
     def _join_column(self, join: Join, cid: int) -> ColumnEstimate:
         if join.mark is not None and join.mark.cid == cid:
@@ -231,15 +242,18 @@ class CardinalityEstimator:
         if join.kind in ("mark", "single") or (join.kind == "left" and from_left) or \
                 (join.kind == "right" and not from_left) or join.kind == "full":
             return column  # a preserved side keeps every row and value
-        if cid in parts.key_distinct and join.kind != "anti":
-            return column.with_distinct(min(column.distinct, parts.key_distinct[cid]))
+        if cid in parts.keys and join.kind != "anti":
+            matched, domain = parts.keys[cid]
+            return replace(column, distinct=min(column.distinct, matched),
+                           domain=min(column.domain_size, domain))
         kept = min(out / side_rows, 1.0) if side_rows > 0 else 0.0
         return column.with_distinct(shrink_distinct(column.distinct, side_rows, kept))
 
     def _aggregate_column(self, plan: Aggregate, cid: int) -> ColumnEstimate:
         for e, f in zip(plan.group_exprs, plan.group_fields):
             if f.cid == cid:
-                return self._expression(plan.input, e)
+                key = self._expression(plan.input, e)
+                return replace(key, group_of=(id(plan), len(plan.group_exprs)))
         rows = self.rows(plan)
         for a, f in zip(plan.aggs, plan.agg_fields):
             if f.cid == cid:
@@ -281,8 +295,11 @@ class CardinalityEstimator:
         """Calendar years a date column spans (from its min/max), None when unknown."""
         if not pa.types.is_date(column.dtype) or column.low is None or column.high is None:
             return None
-        first = math.floor(column.low / _DAYS_PER_YEAR)
-        last = math.floor(column.high / _DAYS_PER_YEAR)
+        try:
+            first = (_EPOCH + dt.timedelta(days=math.floor(column.low))).year
+            last = (_EPOCH + dt.timedelta(days=math.floor(column.high))).year
+        except OverflowError:
+            return None
         return float(min(last - first + 1, max(column.distinct, 1.0)))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -320,15 +337,16 @@ class CardinalityEstimator:
 
 class _JoinParts:
     """A join condition taken apart: the equi-key pairs (estimates of both sides), the
-    selectivity of the rest, and per key column (by id) the distinct values it keeps."""
+    selectivity of the rest, and per key column (by id) the distinct values it keeps and
+    its domain after the join (values found on both sides, within both domains)."""
 
-    __slots__ = ("key_distinct", "pairs", "residual")
+    __slots__ = ("keys", "pairs", "residual")
 
     def __init__(self, pairs: KeyPairs, residual: float,
-                 key_distinct: dict[int, float]) -> None:
+                 keys: dict[int, tuple[float, float]]) -> None:
         self.pairs = pairs
         self.residual = residual
-        self.key_distinct = key_distinct
+        self.keys = keys
 
 
 def table_rows(scan: Scan) -> float:

@@ -28,20 +28,25 @@ def group_count(keys: Sequence[ColumnEstimate], input_rows: float, links: Links)
     if not keys:
         return 1.0
     chosen: list[ColumnEstimate] = []
-    determined_tables: set[int] = set()
-    determined_columns: set[tuple[int, str]] = set()
     for key in sorted(keys, key=lambda k: (not k.unique, -k.distinct)):
-        if key.origin is not None and key.origin in determined_tables:
-            continue
-        chosen.append(key)
-        if key.source is None:
-            continue
-        determined_columns.add(key.source)
-        if key.unique:
-            determined_tables.add(key.origin)  # type: ignore[arg-type]
-        _close(determined_tables, determined_columns, links)
+        if not _determined(key, chosen, links):
+            chosen.append(key)
+    # a key chosen early may be determined by keys chosen after it
+    for key in sorted(chosen, key=lambda k: k.distinct):
+        if _determined(key, [k for k in chosen if k is not key], links):
+            chosen.remove(key)
     groups = dampened_product(k.distinct for k in chosen)
     return max(min(groups, input_rows), 1.0 if input_rows >= 1 else input_rows)
+
+
+def _determined(key: ColumnEstimate, by: list[ColumnEstimate], links: Links) -> bool:
+    """Whether the values of ``by`` determine ``key`` (see the module docstring)."""
+    if key.origin is None:
+        return False
+    tables = {k.origin for k in by if k.unique and k.origin is not None}
+    columns = {k.source for k in by if k.source is not None}
+    _close(tables, columns, links)
+    return key.origin in tables
 
 
 def _close(tables: set[int], columns: set[tuple[int, str]], links: Links) -> None:
@@ -52,6 +57,6 @@ def _close(tables: set[int], columns: set[tuple[int, str]], links: Links) -> Non
         for a, b in (*links, *((b, a) for a, b in links)):
             if a.source is None or b.source is None or not b.unique:
                 continue
-            if (a.origin in tables or a.source in columns) and b.origin not in tables:
+            if (a.source[0] in tables or a.source in columns) and b.source[0] not in tables:
                 tables.add(b.source[0])
                 changed = True

@@ -1,21 +1,26 @@
 """Join sizes from the distinct counts of the keys.
 
-An equi-join on one key pair ``a = b`` matches ``|L| * |R| / max(ndv(a), ndv(b))`` rows: under
-the containment assumption the side with fewer values finds each of them on the other side,
-and each value pairs ``|L| / ndv(a)`` rows with ``|R| / ndv(b)``. A distinct count that was
-not measured is only a bound (by default the row count); it is then capped by the other
-column's distinct values before filtering, so without statistics a foreign-key join still
-gives the many side's rows scaled by the fraction of the key side that survived its filters.
+An equi-join on one key pair ``a = b`` matches ``|L| * |R| / max(dom(a), dom(b))`` rows, where
+``dom`` is the domain of a key column (``columns.py``: the values it can still take): under
+the containment assumption the smaller domain lies inside the larger, a value present on
+both sides pairs ``|L| / ndv(a)`` rows with ``|R| / ndv(b)``, and a value of ``a`` is
+present on the other side with probability ``ndv(b) / dom(b)``. Before any filter the domain
+is the distinct count, which gives the textbook ``max(ndv(a), ndv(b))``; two sides thinned
+at random by other predicates keep their domains, so they match no more often than their
+unfiltered tables would. A domain that was not measured is only a bound (by default the row
+count) and is capped by the other side's, so without statistics a foreign-key join gives the
+many side's rows scaled by the fraction of the key side that survived its filters.
 
 Several key pairs form one key tuple whose domain is the dampened product of the pairs'
-domains (``dampening.py``). When on both sides that product reaches the row count and no
-column is a key of its table, the tuple is a composite key: the smaller side's tuples are
-taken to be distinct and contained in the other side's, so a join of lineitem with partsupp
-on (partkey, suppkey) matches each lineitem row once instead of multiplying the two key
-selectivities.
+domains (``dampening.py``). When on one side that product reaches the side's row count and
+the other side's columns are not known to hold a key, the tuple is taken as a composite key
+of the first side that the other side references: the domain is at most the first side's
+rows, so a join of lineitem with partsupp on (partkey, suppkey) matches each lineitem row
+once instead of multiplying the two key selectivities.
 
-A semi join keeps the fraction of left key values found on the right
-(``min(1, ndv(right) / ndv(left))``), and an anti join the rest (at least
+A semi join keeps the fraction of left key values found on the right (present on both
+sides, as above; for several keys ``min(1, tuples(right) / tuples(left))``), and an anti
+join the rest (at least
 ``ANTI_MIN_FRACTION``); a condition beyond the keys lowers the chance that a left row finds
 one of its partners. Outer joins keep at least their preserved sides.
 """
@@ -38,33 +43,55 @@ def key_domain(pairs: KeyPairs, left_rows: float, right_rows: float) -> float:
     if len(pairs) == 1:
         return pair_domain(*pairs[0])
     joint = dampened_product(pair_domain(a, b) for a, b in pairs)
-    if _bounded_by_rows([a for a, _ in pairs], left_rows) and \
-            _bounded_by_rows([b for _, b in pairs], right_rows):
-        # neither side's tuples are known to be fewer than its rows: the smaller side's
-        # tuples are taken to be distinct and found on the other side (a composite key)
-        joint = min(joint, max(min(left_rows, right_rows), 1.0))
+    lefts, rights = [a for a, _ in pairs], [b for _, b in pairs]
+    referenced = []
+    if _bounded_by_rows(lefts, left_rows) and not _is_key(rights):
+        referenced.append(left_rows)
+    if _bounded_by_rows(rights, right_rows) and not _is_key(lefts):
+        referenced.append(right_rows)
+    if referenced:
+        # a composite key: its tuples are taken to be distinct and the other side's tuples
+        # to be drawn from them (a composite foreign key)
+        joint = min(joint, max(min(referenced), 1.0))
     return max(joint, 1.0)
 
 
-def pair_domain(left: ColumnEstimate, right: ColumnEstimate) -> float:
-    """The domain of one key pair: the larger distinct count, where a count that was not
-    measured (a bound or a default) is taken as at most the other column's values before
-    its filters (a foreign key draws its values from the key it references)."""
-    return max(_contained(left, right), _contained(right, left), 1.0)
-
-
-def _contained(column: ColumnEstimate, other: ColumnEstimate) -> float:
-    if column.measured:
-        return column.distinct
-    return min(column.distinct, other.base_distinct)
+def _is_key(columns: list[ColumnEstimate]) -> bool:
+    """Whether the columns are known to hold a key: one of them is a key of its table, or
+    they are all the group keys of one aggregate."""
+    if any(c.unique for c in columns):
+        return True
+    groups = [c.group_of for c in columns if c.group_of is not None]
+    return any(groups.count(g) >= g[1] for g in set(groups))
 
 
 def _bounded_by_rows(columns: list[ColumnEstimate], rows: float) -> bool:
-    """Whether the only bound known for the distinct tuples of ``columns`` is ``rows``: no
-    column is a key of its table and the product of their distinct counts reaches it."""
-    if any(c.unique for c in columns):
+    """Whether the columns look like a composite key: not known to be one, but the product
+    of their distinct counts reaches the row count."""
+    if _is_key(columns):
         return False
     return dampened_product(c.distinct for c in columns) >= rows
+
+
+def pair_domain(left: ColumnEstimate, right: ColumnEstimate) -> float:
+    """The domain of one key pair: the larger of the two columns' domains, where one that
+    was not measured (a bound or a default) is taken as at most the other's (a foreign key
+    draws its values from the key it references)."""
+    return max(contained_domain(left, right), contained_domain(right, left), 1.0)
+
+
+def contained_domain(column: ColumnEstimate, other: ColumnEstimate) -> float:
+    """``column``'s domain, capped by ``other``'s when it was not measured."""
+    if column.measured:
+        return column.domain_size
+    return min(column.domain_size, other.domain_size)
+
+
+def matched_distinct(left: ColumnEstimate, right: ColumnEstimate) -> float:
+    """Distinct key values present on both sides of ``left = right``."""
+    a, b = contained_domain(left, right), contained_domain(right, left)
+    both = left.distinct * right.distinct / max(a, b, 1.0)
+    return min(both, left.distinct, right.distinct)
 
 
 def key_tuples(counts: Sequence[float], rows: float) -> float:
@@ -85,9 +112,14 @@ def inner_rows(left_rows: float, right_rows: float, pairs: KeyPairs,
 def match_fraction(left_rows: float, right_rows: float, pairs: KeyPairs,
                    residual: float) -> float:
     """The fraction of left rows with at least one partner on the right."""
-    if pairs:
-        left_keys = key_tuples([_contained(a, b) for a, b in pairs], left_rows)
-        right_keys = key_tuples([_contained(b, a) for a, b in pairs], right_rows)
+    if len(pairs) == 1:
+        (a, b), = pairs
+        left_keys = min(a.distinct, left_rows)
+        found = matched_distinct(a, b) / left_keys if left_keys > 0 else 0.0
+        partners = right_rows / max(min(b.distinct, right_rows), 1.0)
+    elif pairs:
+        left_keys = key_tuples([a.distinct for a, _ in pairs], left_rows)
+        right_keys = key_tuples([b.distinct for _, b in pairs], right_rows)
         found = min(1.0, right_keys / max(left_keys, 1.0)) if left_keys > 0 else 0.0
         partners = right_rows / max(right_keys, 1.0)
     else:
