@@ -63,6 +63,7 @@ from flowsql.planner.logical import (
 _EPOCH = dt.date(1970, 1, 1)
 #: aggregates whose results are values of their argument column
 _VALUE_AGGREGATES = ("min", "max", "any_value", "first", "last")
+_COUNTS = ("count", "count_star")
 
 
 class CardinalityEstimator:
@@ -261,9 +262,14 @@ class CardinalityEstimator:
         return derived_column(pa.null(), rows)
 
     def _aggregate_value(self, plan: LogicalPlan, a: AggCall, rows: float) -> ColumnEstimate:
+        """An aggregate's result column over ``rows`` groups of ``plan``'s rows."""
         if a.name in _VALUE_AGGREGATES and len(a.args) == 1:
             value = self._expression(plan, a.args[0])
             return replace(value, dtype=a.dtype, source=None, unique=False).capped(rows)
+        if a.name in _COUNTS and not a.distinct and rows > 0:
+            # counts spread around the mean group size: about 0 .. twice the mean
+            mean = self.rows(plan) / rows
+            return derived_column(a.dtype, min(rows, 2.0 * mean + 1.0))
         return derived_column(a.dtype, rows)
 
     def _expression(self, plan: LogicalPlan, e: Expr) -> ColumnEstimate:
