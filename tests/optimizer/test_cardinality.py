@@ -302,3 +302,15 @@ def test_extract_year_spans_the_years_of_the_date_range(est, facts):
     d = col(facts, "d")
     years = project(facts, y=call("extract_year", d, dtype=T.INT64))
     assert est.rows(aggregate(years, ["y"], n=agg("count_star"))) == pytest.approx(7)
+
+
+def test_an_expression_filtered_to_constants_has_that_many_values(est, facts):
+    code = call("substring", col(facts, "s"), lit(1), lit(2), dtype=T.STRING)
+    kept = filter_(facts, call("in_list", code, lit("13"), lit("31"), lit("23")))
+    codes = project(kept, code=code)
+    assert est.rows(aggregate(codes, ["code"], n=agg("count_star"))) == pytest.approx(3)
+
+
+def test_counts_spread_around_the_mean_group_size(est, facts):
+    per_k = aggregate(facts, ["k"], n=agg("count_star"))  # 50 groups of 20 rows
+    assert est.rows(aggregate(per_k, ["n"], m=agg("count_star"))) == pytest.approx(41)

@@ -294,7 +294,8 @@ class CardinalityEstimator:
             return derived_column(e.dtype, min(count, rows))
         counts = [self.column(plan, c).distinct for c in column_ids(e)
                   if c in self._column_ids(plan)]
-        return derived_column(e.dtype, min(math.prod(counts), rows))
+        distinct = min(math.prod(counts), rows, _constants_allowed(plan, e))
+        return derived_column(e.dtype, distinct)
 
     @staticmethod
     def _years(column: ColumnEstimate) -> float | None:
@@ -339,6 +340,28 @@ class CardinalityEstimator:
     def _lookup_either(self, left: LogicalPlan, right: LogicalPlan) -> Lookup:
         first, second = self._lookup(left), self._lookup(right)
         return lambda cid: first(cid) or second(cid)
+
+
+def _constants_allowed(plan: LogicalPlan, e: Expr) -> float:
+    """How many values a filter below ``plan`` leaves expression ``e``: the number of
+    constants of a conjunct ``e = c`` or ``e IN (c1, ...)`` found through filters, scans and
+    joins (the expression's columns keep their ids there); infinity when there is none."""
+    ids = column_ids(e)
+    node: LogicalPlan | None = plan
+    best = math.inf
+    while node is not None:
+        predicates: tuple[Expr, ...] = ()
+        if isinstance(node, Scan):
+            predicates = node.filters
+        elif isinstance(node, Filter):
+            predicates = (node.predicate,)
+        for c in (c for p in predicates for c in conjuncts(p)):
+            if isinstance(c, Call) and c.name in ("eq", "in_list") and c.args[0] == e and \
+                    all(isinstance(v, Literal) for v in c.args[1:]):
+                best = min(best, float(len(c.args) - 1))
+        node = next((child for child in node.inputs if ids <= child.column_ids), None) \
+            if isinstance(node, Filter | Join) else None
+    return best
 
 
 class _JoinParts:
