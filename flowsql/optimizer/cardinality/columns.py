@@ -18,9 +18,10 @@ their join matches ``|L| * |R| / domain``, while two sides cut to the same range
 matching each other (``joins.py``).
 
 ``source`` identifies the base column the values come from (the id of its table's Scan
-node and the column's name; None for computed values), and ``unique`` says the column is a key of that table (its measured distinct count is
-about its row count): every column of the same origin is then a function of it, which the
-GROUP BY estimate uses.
+node and the column's name; None for computed values), and ``unique`` says the column is a
+key of that table (its distinct count is about its row count; without a measured count,
+a non-string column whose bound is the row count is presumed one): every column of the same
+origin is then a function of it, which the GROUP BY and composite-key join estimates use.
 """
 
 from __future__ import annotations
@@ -107,7 +108,10 @@ def scan_column(dtype: pa.DataType, rows: float, stats: ColumnStatistics | None,
     else:
         distinct = rows
     distinct = max(min(distinct, rows), 1.0 if rows >= 1 else 0.0)
-    unique = measured and rows > 0 and distinct >= UNIQUE_FRACTION * rows
+    # without a measured count, a non-string column as distinct as its rows is presumed a
+    # key (the default for a column nothing is known about)
+    unique = rows > 0 and distinct >= UNIQUE_FRACTION * rows and \
+        (measured or not T.is_string(dtype))
     return ColumnEstimate(distinct, dtype, measured, null_fraction, low, high,
                           stats.histogram, source, unique, distinct)
 
