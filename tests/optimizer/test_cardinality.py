@@ -314,3 +314,8 @@ def test_an_expression_filtered_to_constants_has_that_many_values(est, facts):
 def test_counts_spread_around_the_mean_group_size(est, facts):
     per_k = aggregate(facts, ["k"], n=agg("count_star"))  # 50 groups of 20 rows
     assert est.rows(aggregate(per_k, ["n"], m=agg("count_star"))) == pytest.approx(41)
+
+
+def test_a_column_the_plan_does_not_have_is_bounded_by_its_rows(est, facts):
+    other = scan(table("other", 10, a=T.INT64))
+    assert est.domain(facts, col(other, "a").cid) == 1000

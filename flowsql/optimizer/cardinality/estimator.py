@@ -97,7 +97,10 @@ class CardinalityEstimator:
         hit = self._columns.get(key)
         if hit is not None and hit[0] is plan:
             return hit[1]
-        value = self._column(plan, cid).capped(self.rows(plan))
+        if cid in self._column_ids(plan):
+            value = self._column(plan, cid).capped(self.rows(plan))
+        else:  # not a column of this plan: nothing known beyond the rows
+            value = derived_column(pa.null(), self.rows(plan))
         self._columns[key] = (plan, value)
         return value
 
