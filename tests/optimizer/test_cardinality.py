@@ -319,3 +319,13 @@ def test_counts_spread_around_the_mean_group_size(est, facts):
 def test_a_column_the_plan_does_not_have_is_bounded_by_its_rows(est, facts):
     other = scan(table("other", 10, a=T.INT64))
     assert est.domain(facts, col(other, "a").cid) == 1000
+
+
+def test_key_pairs_sharing_a_column_count_once(est):
+    # a.x = b.x AND a.y = b.x (a.x = a.y holds below, as transitive predicates give it)
+    a = scan(analyzed("a", 1000, {"x": (T.INT64, stats(100)), "y": (T.INT64, stats(100))}))
+    b = scan(analyzed("b", 100, {"x": (T.INT64, stats(100))}))
+    once = eq(col(a, "x"), col(b, "x"))
+    twice = and_(once, eq(col(a, "y"), col(b, "x")))
+    assert est.inner_join_rows(a, b, twice) == pytest.approx(est.inner_join_rows(a, b, once))
+    assert est.inner_join_rows(a, b, once) == pytest.approx(1000)

@@ -34,6 +34,7 @@ from flowsql.optimizer.cardinality.joins import (
     contained_domain,
     join_rows,
     matched_distinct,
+    pair_domain,
 )
 from flowsql.optimizer.cardinality.joins import inner_rows as _inner_rows
 from flowsql.optimizer.cardinality.selectivity import Conjunction, Lookup, conjunction
@@ -171,6 +172,7 @@ class CardinalityEstimator:
         left_ids, right_ids = self._column_ids(left), self._column_ids(right)
         pairs: list[tuple[ColumnEstimate, ColumnEstimate]] = []
         keys: dict[int, tuple[float, float]] = {}
+        seen: dict[int, int] = {}  # key column id -> index of its pair
         rest: list[Expr] = []
         for c in conjuncts(condition):
             sides = equi_sides(c, left_ids, right_ids)
@@ -178,7 +180,15 @@ class CardinalityEstimator:
                 rest.append(c)
                 continue
             a, b = self._expression(left, sides[0]), self._expression(right, sides[1])
-            pairs.append((a, b))
+            ids = [side.cid for side in sides if isinstance(side, ColumnRef)]
+            same = next((seen[cid] for cid in ids if cid in seen), None)
+            if same is None:
+                pairs.append((a, b))
+                seen.update((cid, len(pairs) - 1) for cid in ids)
+            elif pair_domain(a, b) > pair_domain(*pairs[same]):
+                # a = b and a = c (or c = b) are one key through their equivalence (as
+                # transitive predicates produce it): the more selective pair stands for both
+                pairs[same] = (a, b)
             matched = matched_distinct(a, b)
             domain = min(contained_domain(a, b), contained_domain(b, a))
             for side in sides:
