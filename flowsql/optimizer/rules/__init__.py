@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.rules.decorrelate_subqueries import decorrelate_subqueries
+from flowsql.optimizer.rules.infer_equivalences import infer_equivalences
 from flowsql.optimizer.rules.prune_columns import prune_columns
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
 from flowsql.optimizer.rules.remove_subquery_alias import remove_subquery_alias
@@ -33,6 +34,10 @@ RULES: tuple[Rule, ...] = (
     # Before join ordering: it turns WHERE equalities into the join conditions that define
     # the join graph.
     push_down_filter,
+    # After pushdown (it reads the join conditions and scan filters pushdown made; it runs
+    # pushdown itself on what it adds) and before join ordering: the implied equalities are
+    # the edges of the join graph, the implied constants reduce the leaves' estimates.
+    infer_equivalences,
     # After pushdown (needs the join graph and filtered leaf estimates), before pruning (it
     # adds a Project restoring column order that pruning may then drop).
     reorder_joins,
