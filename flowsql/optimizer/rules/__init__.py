@@ -13,6 +13,7 @@ from flowsql.optimizer.rules.decorrelate_subqueries import decorrelate_subquerie
 from flowsql.optimizer.rules.infer_equivalences import infer_equivalences
 from flowsql.optimizer.rules.prune_columns import prune_columns
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
+from flowsql.optimizer.rules.reduce_by_semi_join import reduce_by_semi_join
 from flowsql.optimizer.rules.remove_subquery_alias import remove_subquery_alias
 from flowsql.optimizer.rules.reorder_joins import reorder_joins
 from flowsql.optimizer.rules.simplify_expressions import simplify_expressions
@@ -38,6 +39,9 @@ RULES: tuple[Rule, ...] = (
     # pushdown itself on what it adds) and before join ordering: the implied equalities are
     # the edges of the join graph, the implied constants reduce the leaves' estimates.
     infer_equivalences,
+    # After pushdown (the reducer is a scan with the filters pushdown gave it) and before
+    # join ordering (the reduced scan is a smaller leaf of the subquery's join block).
+    reduce_by_semi_join,
     # After pushdown (needs the join graph and filtered leaf estimates), before pruning (it
     # adds a Project restoring column order that pruning may then drop).
     reorder_joins,
