@@ -158,7 +158,3 @@ class JoinGraph:
             left_plan, right_plan = right_plan, left_plan
         return Join(left_plan, right_plan, "inner" if condition is not None else "cross",
                     condition)
-
-    def connected(self, left: int, right: int) -> bool:
-        """Whether some conjunct joins the two sets (else their join is a cross product)."""
-        return bool(self.condition(left, right))
