@@ -88,3 +88,11 @@ def test_sql_correlated_subquery_is_reduced(oracle):
     optimized = assert_optimized_same(oracle, plan)
     assert len(_semi_joins(optimized)) == 1
     assert not [n for n in walk_plan(optimized) if isinstance(n, Window)]
+
+
+def test_streaming_plans_get_no_semi_join():
+    """A streaming semi join must be a window join: the reduction would make the plan fail."""
+    outer, grouped = _outer_and_grouped()
+    plan = join(outer, grouped, "left", eq(col(outer, "a"), col(grouped, "x")))
+    optimized = optimize(plan, {"execution.runtime-mode": "streaming"}).plan
+    assert not _semi_joins(optimized)

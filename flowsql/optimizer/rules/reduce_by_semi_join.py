@@ -21,6 +21,8 @@ there removes exactly the input rows of unmatched groups (a Window or a LIMIT in
 would change the kept rows, so the rule stops there). The reducer must have filters, or it
 removes nothing.
 
+Not in ``execution.runtime-mode`` = ``streaming``, where a semi join must be a window join.
+
 Costed: the semi join is added only when the cost model (``cost.plan_cost`` over the
 estimator's rows) finds the aggregate cheaper with it, reducer scan included.
 """
@@ -31,6 +33,7 @@ from flowsql.optimizer.cardinality import CardinalityEstimator
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.cost import plan_cost
 from flowsql.optimizer.equivalence import column_equality, equality
+from flowsql.optimizer.plan_window_aggregate import runtime_mode
 from flowsql.planner.expressions import ColumnRef, conjuncts, replace_columns
 from flowsql.planner.logical import (
     Aggregate,
@@ -45,6 +48,8 @@ from flowsql.planner.schema import Field
 
 
 def reduce_by_semi_join(plan: LogicalPlan, context: OptimizerContext) -> LogicalPlan:
+    if runtime_mode(context.settings) == "streaming":
+        return plan  # a streaming semi join is only a window join; nothing to gain there
     return _visit(plan, context.estimator)
 
 
