@@ -163,3 +163,25 @@ def test_matches_exhaustive_search_on_random_chains(seed):
     dp = DPccp(JoinGraph(scans, preds), _HandEstimates(rows))
     assert dp.solve() is not None
     assert dp.cost[(1 << len(names)) - 1] == pytest.approx(_best_cost(rows, names))
+
+
+@pytest.mark.parametrize("shape", ["chain", "clique"])
+def test_greedy_takes_over_beyond_the_bounds(shape):
+    """14 relations (over MAX_DP_RELATIONS), and 12 on one key (a clique, over
+    MAX_DP_PAIRS): greedy ordering still joins everything without a cross product."""
+    from flowsql.optimizer import optimize
+    from flowsql.planner.expressions import conjoin
+
+    from .planbuilder import cross, filter_
+
+    n = 14 if shape == "chain" else 12
+    scans = [scan(table(f"t{i}", 100 * (i + 1), k=T.INT64, j=T.INT64)) for i in range(n)]
+    key = "j" if shape == "chain" else "k"
+    preds = [eq(col(scans[i], key), col(scans[i + 1], "k")) for i in range(n - 1)]
+    plan = filter_(cross(*scans), conjoin(preds))  # type: ignore[arg-type]
+    result = optimize(plan).plan
+    joins = [j for j in walk_plan(result) if isinstance(j, Join)]
+    assert len(joins) == n - 1
+    assert all(j.kind == "inner" for j in joins)
+    assert {s.table.name for s in walk_plan(result) if isinstance(s, Scan)} == \
+        {f"t{i}" for i in range(n)}
