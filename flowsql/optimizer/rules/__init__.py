@@ -10,10 +10,12 @@ from collections.abc import Callable
 
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.rules.decorrelate_subqueries import decorrelate_subqueries
+from flowsql.optimizer.rules.infer_equivalences import infer_equivalences
 from flowsql.optimizer.rules.migrate_predicates import migrate_predicates
 from flowsql.optimizer.rules.order_predicates import order_predicates
 from flowsql.optimizer.rules.prune_columns import prune_columns
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
+from flowsql.optimizer.rules.reduce_by_semi_join import reduce_by_semi_join
 from flowsql.optimizer.rules.remove_subquery_alias import remove_subquery_alias
 from flowsql.optimizer.rules.reorder_joins import reorder_joins
 from flowsql.optimizer.rules.simplify_expressions import simplify_expressions
@@ -35,6 +37,13 @@ RULES: tuple[Rule, ...] = (
     # Before join ordering: it turns WHERE equalities into the join conditions that define
     # the join graph.
     push_down_filter,
+    # After pushdown (it reads the join conditions and scan filters pushdown made; it runs
+    # pushdown itself on what it adds) and before join ordering: the implied equalities are
+    # the edges of the join graph, the implied constants reduce the leaves' estimates.
+    infer_equivalences,
+    # After pushdown (the reducer is a scan with the filters pushdown gave it) and before
+    # join ordering (the reduced scan is a smaller leaf of the subquery's join block).
+    reduce_by_semi_join,
     # After pushdown (needs the join graph and filtered leaf estimates), before pruning (it
     # adds a Project restoring column order that pruning may then drop).
     reorder_joins,
