@@ -15,7 +15,7 @@ Several key pairs form one key tuple whose domain is the dampened product of the
 domains (``dampening.py``). When on one side that product reaches the side's row count and
 the other side's columns are not known to hold a key, the tuple is taken as a composite key
 of the first side that the other side references: the domain is at most the first side's
-rows, so a join of lineitem with partsupp on (partkey, suppkey) matches each lineitem row
+tuples before filters thinned it, so a join of lineitem with partsupp on (partkey, suppkey) matches each lineitem row
 once instead of multiplying the two key selectivities.
 
 A semi join keeps the fraction of left key values found on the right (present on both
@@ -46,14 +46,24 @@ def key_domain(pairs: KeyPairs, left_rows: float, right_rows: float) -> float:
     lefts, rights = [a for a, _ in pairs], [b for _, b in pairs]
     referenced = []
     if _bounded_by_rows(lefts, left_rows) and not _is_key(rights):
-        referenced.append(left_rows)
+        referenced.append(_tuple_domain(lefts, left_rows))
     if _bounded_by_rows(rights, right_rows) and not _is_key(lefts):
-        referenced.append(right_rows)
+        referenced.append(_tuple_domain(rights, right_rows))
     if referenced:
         # a composite key: its tuples are taken to be distinct and the other side's tuples
         # to be drawn from them (a composite foreign key)
         joint = min(joint, max(min(referenced), 1.0))
     return max(joint, 1.0)
+
+
+def _tuple_domain(columns: list[ColumnEstimate], rows: float) -> float:
+    """The domain of a composite key whose side now holds ``rows`` tuples: the tuples its
+    table had before filters thinned it, i.e. ``rows`` scaled by the most any of the key
+    columns was thinned (its domain over its distinct values). A key side reduced by a
+    filter on a joined table (partsupp joined with the parts named '%green%') references
+    only part of the tuples the other side holds."""
+    spread = max((c.domain_size / max(c.distinct, 1.0) for c in columns), default=1.0)
+    return rows * max(spread, 1.0)
 
 
 def _is_key(columns: list[ColumnEstimate]) -> bool:
