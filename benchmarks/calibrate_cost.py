@@ -4,10 +4,11 @@
 Each constant is measured by timing our operators on synthetic Parquet data (N rows of
 an int64 key, an int64 value, a float64 and a string) through the SQL path, and
 subtracting the cheaper query it extends: a scan, a filter over the scan, a hash join, a
-hash aggregate, a sort, a window, a nested-loop join over a small input. The exchange and
-spill constants time what those do to a batch (Arrow IPC through memory, and through a
-file on disk); the fixed cost of a parallel job is a one-row query at parallelism 2 minus
-the same query at parallelism 1. Every timing is the best of ``--repeat`` runs.
+hash aggregate, a sort, a window, a nested-loop join over a small input. The network
+constant is what a hash exchange adds to a query at parallelism 2 beyond half its work at
+parallelism 1, per byte a subtask receives; the spill constant times writing a batch to a
+file and reading it back; the fixed cost of a parallel job is a small query at
+parallelism 2 (on the workers) minus the same query at parallelism 1. Every timing is the best of ``--repeat`` runs.
 
     python benchmarks/calibrate_cost.py [--rows 1000000] [--repeat 3] [--dry-run]
 """
@@ -83,11 +84,17 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         window = q("SELECT k, sum(v) OVER (PARTITION BY k) FROM t")
         loop = q("SELECT count(*) FROM s a JOIN s b ON a.v < b.v")
         one_row = q("SELECT 1")
+        local_small = q("SELECT count(*) FROM s")
+        shuffled_sql = "SELECT k, count(DISTINCT v) FROM t GROUP BY k"  # rows hashed unsplit
+        shuffled_p1 = q(shuffled_sql)
         parallel = flowsql.connect(parallelism=2)
-        parallel.sql(f"CREATE TABLE s WITH ('path'='{tiny_path}')")
+        parallel.set("optimizer.small-query-on-one-subtask", "false")  # always on workers
+        for name, path in (("t", big_path), ("s", tiny_path)):
+            parallel.sql(f"CREATE TABLE {name} WITH ('path'='{path}')")
         parallel.sql("SELECT count(*) FROM s").to_arrow()  # start the workers
         job = best(lambda: parallel.sql("SELECT count(*) FROM s").to_arrow(), repeat)
-        local_small = q("SELECT count(*) FROM s")
+        count_p2 = best(lambda: parallel.sql("SELECT count(*) FROM t").to_arrow(), repeat)
+        shuffled_p2 = best(lambda: parallel.sql(shuffled_sql).to_arrow(), repeat)
         parallel.close()
         session.close()
 
@@ -106,8 +113,13 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
             writer.write_table(batch)
         pa.ipc.open_stream(buffer.getvalue()).read_all()
 
-    network = best(lambda: ipc_roundtrip(False), repeat) / batch_bytes
     spill = best(lambda: ipc_roundtrip(True), repeat) / batch_bytes
+    # what a hash exchange of (k, v) adds at parallelism 2 beyond half the work of p1,
+    # per byte one subtask receives; never below an in-memory IPC round trip
+    shuffled_bytes = rows * 16 / 2
+    moved = (shuffled_p2 - shuffled_p1 / 2) - (count_p2 - count / 2)
+    network = max(moved / shuffled_bytes,
+                  best(lambda: ipc_roundtrip(False), repeat) / batch_bytes)
     positive = lambda value: max(value, 1e-10)  # noqa: E731 (a floor for noisy differences)
     scan_byte = positive((scan - one_row) / (rows * width))
     expression = positive((scan - scan_one) / rows)
@@ -131,7 +143,8 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         "network_byte": positive(network),
         "spill_byte": positive(spill),
         "parallel_job": positive(job - local_small),
-        "stage": positive((job - local_small) / 3),
+        # the one-row job has two stages (partial count, gather)
+        "stage": positive((job - local_small) / 4),
         "_projected_check": projected,
     }
 

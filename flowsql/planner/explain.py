@@ -76,12 +76,14 @@ def explain_logical(plan: LogicalPlan) -> str:
     return "\n".join(lines)
 
 
-def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None) -> str:
+def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None,
+                     notes: dict[int, str] | None = None) -> str:
     """The physical plan as an indented tree with estimated rows per node; with
     ``operator_ids`` (``planner.operator_ids.node_operator_ids``, for streaming plans),
-    every node that keeps state also shows its operator id."""
+    every node that keeps state also shows its operator id; with ``notes`` (by node id;
+    EXPLAIN VERBOSE's cost and delivered properties), each node's note ends its line."""
     lines: list[str] = []
-    _physical(plan, 0, lines, operator_ids)
+    _physical(plan, 0, lines, operator_ids, notes)
     return "\n".join(lines)
 
 
@@ -175,13 +177,16 @@ def _logical_line(plan: LogicalPlan) -> str:
 
 # -- physical ----------------------------------------------------------------------------
 def _physical(plan: PhysicalPlan, depth: int, lines: list[str],
-              operator_ids: dict[int, str] | None) -> None:
+              operator_ids: dict[int, str] | None, notes: dict[int, str] | None = None
+              ) -> None:
     uid = ""
     if operator_ids is not None and keeps_state(plan):
         uid = f" id={operator_ids[id(plan)]}"
-    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}{uid}")
+    note = f" {notes[id(plan)]}" if notes is not None and id(plan) in notes else ""
+    lines.append(INDENT * depth + _physical_line(plan) + f" rows=~{round(plan.est_rows)}{uid}"
+                 + note)
     for child in plan.inputs:
-        _physical(child, depth + 1, lines, operator_ids)
+        _physical(child, depth + 1, lines, operator_ids, notes)
 
 
 def _physical_line(plan: PhysicalPlan) -> str:

@@ -10,7 +10,8 @@ broadcast build side costs the whole side on every subtask.
 * CPU: rows processed per operator kind (``CostConstants``), plus the expressions the
   operator evaluates per row, with UDF calls weighted by their ``cost_per_row`` hint.
 * network: bytes an exchange moves into one subtask (rows x estimated row width; a
-  broadcast delivers all of its input to every subtask).
+  broadcast delivers all of its input to every subtask), plus the start of the stage the
+  exchange adds to the job.
 * memory: a hash table, aggregate table or sort buffer above ``execution.memory-budget``
   spills: the bytes are written to disk and read back.
 
@@ -96,7 +97,8 @@ def operator_cost(node: PhysicalPlan, ctx: OperatorContext) -> Cost:
     if isinstance(node, (FilterExec, ProjectExec, LimitExec)):
         return Cost(cpu=first * (c.pass_row + expressions))
     if isinstance(node, ExchangeExec):
-        return Cost(network=out * row_width(node.schema) * c.network_byte)
+        # every exchange cuts the job into one more stage, whose tasks start and connect
+        return Cost(cpu=c.stage, network=out * row_width(node.schema) * c.network_byte)
     if isinstance(node, HashJoinExec):
         build, probe = (0, 1) if node.build_side == "left" else (1, 0)
         table = rows_in[build] * row_width(node.inputs[build].schema)
