@@ -46,9 +46,13 @@ def operator_notes(result: SearchResult) -> dict[int, str]:
 
 
 def memo_lines(result: SearchResult) -> list[str]:
-    """The alternatives costed at the root, cheapest first; the winner marked."""
-    ranked = sorted(result.considered, key=lambda c: c.cost)
-    return [f"{'*' if c.won else ' '} {c.label}: cost={_seconds(c.cost)}" for c in ranked]
+    """The alternatives costed at the root, cheapest first, the winner marked; one line
+    per alternative (the same plan reached under two requirements is shown once)."""
+    shown: dict[tuple[str, str], bool] = {}
+    for c in sorted(result.considered, key=lambda c: c.cost):
+        key = (c.label, _seconds(c.cost))
+        shown[key] = shown.get(key, False) or c.won
+    return [f"{'*' if won else ' '} {label}: cost={cost}" for (label, cost), won in shown.items()]
 
 
 def _seconds(value: float) -> str:

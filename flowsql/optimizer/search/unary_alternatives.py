@@ -1,7 +1,9 @@
 """Physical alternatives of row-by-row operators (filter, projection, window assignment,
 a sink): they run where their input runs, so each passes the requirement it receives down
 to its input (renamed through a projection) and also tries its input's cheapest plan with
-an enforcer above itself -- filtering before an exchange moves fewer rows."""
+an enforcer above itself -- filtering before an exchange moves fewer rows. Each passes on
+the label of the alternative below it, so EXPLAIN names the algorithm that made the
+difference."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ def passthrough_alternatives(memo: Memo, node: PhysicalPlan, required: Required
         child = memo.best(node.inputs[0], wanted)
         if child is not None:
             yield memo.costing.on_top(node.with_inputs((child.plan,)), (child,),
-                                      child.delivered, type(node).__name__)
+                                      child.delivered, child.label or type(node).__name__)
 
 
 def project_alternatives(memo: Memo, node: ProjectExec, required: Required
@@ -36,7 +38,8 @@ def project_alternatives(memo: Memo, node: ProjectExec, required: Required
         child = memo.best(node.input, requirement)
         if child is not None:
             yield memo.costing.on_top(node.with_inputs((child.plan,)), (child,),
-                                      renamed(child.delivered, to_output), "Project")
+                                      renamed(child.delivered, to_output),
+                                      child.label or "Project")
 
 
 def _below(node: ProjectExec, required: Required) -> Required | None:
