@@ -8,7 +8,8 @@ hash aggregate, a sort, a window, a nested-loop join over a small input. The net
 constant is what a hash exchange adds to a query at parallelism 2 beyond half its work at
 parallelism 1, per byte a subtask receives; the spill constant times writing a batch to a
 file and reading it back; the fixed cost of a parallel job is a small query at
-parallelism 2 (on the workers) minus the same query at parallelism 1. Every timing is the best of ``--repeat`` runs.
+parallelism 2 (on the workers) minus the same query at parallelism 1, less one stage; a
+stage is what a join-and-aggregate over the same tiny input adds per extra exchange. Every timing is the best of ``--repeat`` runs.
 
     python benchmarks/calibrate_cost.py [--rows 1000000] [--repeat 3] [--dry-run]
 """
@@ -45,6 +46,12 @@ def synthetic(rows: int, keys: int, seed: int = 7) -> pa.Table:
         "x": pa.array(rng.random(rows)),
         "s": pa.array([f"name-{i % 1000:04d}-padding" for i in range(rows)]),
     })
+
+
+def exchange_count(session: flowsql.Session, sql: str) -> int:
+    """Exchanges in the plan ``session`` chooses for ``sql`` (each adds a stage)."""
+    text = session.sql(f"EXPLAIN {sql}").plan_text or ""
+    return text.split("== Physical Plan ==")[1].count("Exchange[")
 
 
 def best(run: Callable[[], object], repeat: int) -> float:
@@ -93,6 +100,14 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
             parallel.sql(f"CREATE TABLE {name} WITH ('path'='{path}')")
         parallel.sql("SELECT count(*) FROM s").to_arrow()  # start the workers
         job = best(lambda: parallel.sql("SELECT count(*) FROM s").to_arrow(), repeat)
+        # a job with more stages over the same tiny input: the difference per exchange is
+        # what starting and connecting one more stage costs
+        staged_sql = ("SELECT count(*) FROM (SELECT a.k FROM s a JOIN s b ON a.k = b.k "
+                      "JOIN s c ON b.v = c.v GROUP BY a.k)")
+        staged = best(lambda: parallel.sql(staged_sql).to_arrow(), repeat)
+        staged_local = q(staged_sql)
+        extra_stages = (exchange_count(parallel, staged_sql)
+                        - exchange_count(parallel, "SELECT count(*) FROM s"))
         count_p2 = best(lambda: parallel.sql("SELECT count(*) FROM t").to_arrow(), repeat)
         shuffled_p2 = best(lambda: parallel.sql(shuffled_sql).to_arrow(), repeat)
         parallel.close()
@@ -114,6 +129,7 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         pa.ipc.open_stream(buffer.getvalue()).read_all()
 
     spill = best(lambda: ipc_roundtrip(True), repeat) / batch_bytes
+    stage = max((staged - staged_local) - (job - local_small), 1e-4) / max(extra_stages, 1)
     # what a hash exchange of (k, v) adds at parallelism 2 beyond half the work of p1,
     # per byte one subtask receives; never below an in-memory IPC round trip
     shuffled_bytes = rows * 16 / 2
@@ -142,9 +158,8 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         "window_row": positive((window - count) / rows),
         "network_byte": positive(network),
         "spill_byte": positive(spill),
-        "parallel_job": positive(job - local_small),
-        # the one-row job has two stages (partial count, gather)
-        "stage": positive((job - local_small) / 4),
+        "parallel_job": positive(job - local_small - stage),
+        "stage": stage,
         "_projected_check": projected,
     }
 

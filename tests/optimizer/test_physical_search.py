@@ -71,7 +71,9 @@ def test_a_small_query_runs_on_one_subtask_and_a_large_one_on_the_workers() -> N
     default = {"optimizer.small-query-on-one-subtask": "true"}
     small = pb.aggregate(pb.scan(SMALL), ["s_key"], n=pb.agg("count_star"))
     assert exchanges(planned(small, settings=default)) == []
-    o, li = pb.scan(ORDERS), pb.scan(LINEITEM)
+    # SF 10's orders and lineitem
+    o = pb.scan(sized("orders", 15_000_000, "o_orderkey", "o_custkey"))
+    li = pb.scan(sized("lineitem", 60_000_000, "l_orderkey", "l_quantity"))
     joined = pb.join(o, li, "inner", pb.eq(pb.col(o, "o_orderkey"), pb.col(li, "l_orderkey")))
     large = pb.aggregate(joined, [], n=pb.agg("count_star"))
     assert "Exchange[gather]" in exchanges(planned(large, settings=default))
