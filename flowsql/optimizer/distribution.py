@@ -1,4 +1,6 @@
-"""Place exchanges so a physical plan can run with ``parallelism.default`` > 1 subtasks.
+"""Exchange placement rules by node, bottom-up: the base of the streaming exchange pass
+(``optimizer/streaming/distribution.py``), which adds its keyed streaming operators.
+Batch plans get their exchanges from the physical search (``optimizer/search``) instead.
 
 One bottom-up pass: each node learns what its inputs deliver (a
 :class:`~flowsql.planner.properties.Distribution`), states what it requires, and an
@@ -25,18 +27,16 @@ requirement. Requirements:
 
 Both sides of a hash exchange pair hash keys of identical types (the physical planner casts
 join keys to their common type; this pass checks it), so equal values meet on one subtask.
-With parallelism 1 the plan is returned unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from flowsql.errors import PlanError
-from flowsql.planner import types as T
+from flowsql.optimizer.search.aggregate_split import COMBINE, split_aggregate
 from flowsql.planner.config.settings import SettingValues
-from flowsql.planner.expressions import AggCall, Call, Cast, ColumnRef, Expr, Literal
+from flowsql.planner.expressions import ColumnRef, Expr
 from flowsql.planner.physical import (
     ExchangeExec,
     FilterExec,
@@ -55,11 +55,6 @@ from flowsql.planner.physical import (
     WindowExec,
 )
 from flowsql.planner.properties import ANY, SINGLE, Distribution
-from flowsql.planner.schema import Field
-
-#: aggregates whose partial results combine with the same (or a summing) aggregate
-_COMBINE = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max",
-            "any_value": "any_value", "bool_and": "bool_and", "bool_or": "bool_or"}
 
 Placed = tuple[PhysicalPlan, Distribution]
 
@@ -67,15 +62,6 @@ Placed = tuple[PhysicalPlan, Distribution]
 def parallelism(settings: dict[str, str]) -> int:
     """The ``parallelism.default`` setting, validated."""
     return SettingValues(settings).integer("parallelism.default")
-
-
-def enforce_distribution(plan: PhysicalPlan, settings: dict[str, str]) -> PhysicalPlan:
-    """The plan with exchanges placed for the session's parallelism (see module doc)."""
-    if parallelism(settings) <= 1:
-        return plan
-    threshold = SettingValues(settings).integer("optimizer.broadcast-threshold-rows")
-    node, delivered = _Pass(threshold, parallelism(settings)).visit(plan)
-    return node if delivered == SINGLE else _gather(node)[0]
 
 
 def _exchange(node: PhysicalPlan, kind: str, keys: tuple[Expr, ...] = ()) -> PhysicalPlan:
@@ -197,7 +183,7 @@ class _Pass:
                 Distribution.hash(tuple(to_output)))):
             return node.with_inputs((child,)), _renamed(delivered, to_output)
         grouped = Distribution.hash(tuple(f.cid for f in node.group_fields))
-        if all(not a.distinct and (a.name in _COMBINE or a.name == "avg") for a in node.aggs):
+        if all(not a.distinct and (a.name in COMBINE or a.name == "avg") for a in node.aggs):
             return self._split(node, child)
         if node.group_exprs:
             exchanged = _hashed(child, node.group_exprs)[0]
@@ -206,56 +192,14 @@ class _Pass:
 
     def _split(self, node: HashAggregateExec, child: PhysicalPlan) -> Placed:
         """partial aggregate -> exchange on the group keys -> final aggregate (-> avg)."""
-        partial_groups = tuple(Field.fresh(f.name, f.dtype, f.nullable)
-                               for f in node.group_fields)
-        partial_aggs: list[AggCall] = []
-        partial_fields: list[Field] = []
-        final_aggs: list[AggCall] = []
-        final_fields: list[Field] = []
-        outputs: list[Expr] = []
-
-        def add(agg: AggCall, name: str) -> ColumnRef:
-            """Compute ``agg`` per subtask and combine it after the exchange."""
-            field = Field.fresh(name, agg.dtype)
-            partial_aggs.append(agg)
-            partial_fields.append(field)
-            combined = Field.fresh(name, agg.dtype)
-            final_aggs.append(AggCall(_COMBINE[agg.name], (field.ref(),), agg.dtype))
-            final_fields.append(combined)
-            return combined.ref()
-
-        for agg, target in zip(node.aggs, node.agg_fields):
-            if agg.name == "avg":
-                arg = agg.args[0]
-                as_float = arg if arg.dtype.equals(T.FLOAT64) else Cast(arg, T.FLOAT64)
-                total = add(AggCall("sum", (as_float,), T.FLOAT64, filter=agg.filter),
-                            f"{target.name}_sum")
-                count = add(AggCall("count", (arg,), T.INT64, filter=agg.filter),
-                            f"{target.name}_count")
-                # a group whose values are all NULL has count 0: its average is NULL
-                nonzero = Call("nullif", (count, Literal(0, T.INT64)), T.INT64)
-                ratio: Expr = Call("divide", (total, nonzero), T.FLOAT64)
-                outputs.append(ratio if agg.dtype.equals(T.FLOAT64) else Cast(ratio, agg.dtype))
-            else:
-                outputs.append(add(agg, target.name))
-        partial = HashAggregateExec(child, node.group_exprs, partial_groups, tuple(partial_aggs),
-                                    tuple(partial_fields), node.est_rows)
+        split = split_aggregate(node)
+        partial = split.partial(child)
         if node.group_exprs:
-            exchanged, _ = _hashed(partial, tuple(f.ref() for f in partial_groups))
+            exchanged, _ = _hashed(partial, split.exchange_keys)
             delivered = Distribution.hash(tuple(f.cid for f in node.group_fields))
         else:
             exchanged, delivered = _gather(partial)
-        final_groups = tuple(f.ref() for f in partial_groups)
-        if all(isinstance(o, ColumnRef) for o in outputs):
-            final_fields = list(node.agg_fields)
-            final_aggs = [replace(a, dtype=f.dtype) for a, f in zip(final_aggs, final_fields)]
-            return HashAggregateExec(exchanged, final_groups, node.group_fields,
-                                     tuple(final_aggs), tuple(final_fields),
-                                     node.est_rows), delivered
-        final = HashAggregateExec(exchanged, final_groups, node.group_fields, tuple(final_aggs),
-                                  tuple(final_fields), node.est_rows)
-        exprs = (*(f.ref() for f in node.group_fields), *outputs)
-        return ProjectExec(final, exprs, node.schema, node.est_rows), delivered
+        return split.final(exchanged)[-1], delivered
 
     # -- joins ----------------------------------------------------------------------------
 

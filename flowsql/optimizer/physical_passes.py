@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 
 from flowsql.errors import PlanError
 from flowsql.optimizer.cardinality import CardinalityEstimator
-from flowsql.optimizer.distribution import enforce_distribution
 from flowsql.optimizer.physical_planner import to_physical
 from flowsql.optimizer.plan_window_aggregate import runtime_mode
 from flowsql.optimizer.sanity_check import sanity_check
+from flowsql.optimizer.search import SearchResult, search_physical_plan
 from flowsql.optimizer.streaming import StreamInfo, to_streaming
 from flowsql.optimizer.streaming.distribution import enforce_streaming_distribution
 from flowsql.planner.logical import LogicalPlan
@@ -43,6 +43,8 @@ class PhysicalPlanning:
     plan: PhysicalPlan | None = None
     #: what the root delivers as a stream; set by ``plan_streaming``, None in batch mode
     stream: StreamInfo | None = None
+    #: the physical search's result (batch plans); None in streaming mode
+    search: SearchResult | None = None
     #: names of the passes that ran, in order
     passes_run: tuple[str, ...] = ()
 
@@ -85,8 +87,8 @@ def _streams(state: PhysicalPlanning) -> bool:
     return streaming_mode(state.settings)
 
 
-def _batch_on_local_engine(state: PhysicalPlanning) -> bool:
-    return not streaming_mode(state.settings) and state.settings.get("engine") != "spark"
+def _batch(state: PhysicalPlanning) -> bool:
+    return not streaming_mode(state.settings)
 
 
 # -- passes ----------------------------------------------------------------------------------
@@ -115,9 +117,11 @@ def place_streaming_exchanges(state: PhysicalPlanning) -> PhysicalPlanning:
     return replace(state, plan=enforce_streaming_distribution(state.physical, state.settings))
 
 
-def place_exchanges(state: PhysicalPlanning) -> PhysicalPlanning:
-    """Exchanges for ``parallelism.default`` > 1 in a batch plan (``optimizer/distribution``)."""
-    return replace(state, plan=enforce_distribution(state.physical, state.settings))
+def search_physical(state: PhysicalPlanning) -> PhysicalPlanning:
+    """Batch plans: the cheapest algorithms, exchanges and partial/final aggregate splits,
+    and whether to run on one subtask, by cost (``optimizer/search``)."""
+    result = search_physical_plan(state.physical, state.settings)
+    return replace(state, plan=result.plan, search=result)
 
 
 def check_plan(state: PhysicalPlanning) -> PhysicalPlanning:
@@ -137,8 +141,9 @@ PHYSICAL_PASSES: tuple[PhysicalPass, ...] = (
     # (changelog aggregate, stream joins, Top-N), whose keys are what the exchanges hash on.
     PhysicalPass("plan_streaming", plan_streaming, _streams),
     PhysicalPass("place_streaming_exchanges", place_streaming_exchanges, _streams),
-    # Batch plans on the local engine only: Spark distributes a bounded plan itself.
-    PhysicalPass("place_exchanges", place_exchanges, _batch_on_local_engine),
+    # Batch plans: the groups are the nodes ``choose_operators`` built; exchanges only on the
+    # local engine (Spark distributes a bounded plan itself, so there only the algorithms).
+    PhysicalPass("search_physical", search_physical, _batch),
     # Last: it verifies what every pass above promised.
     PhysicalPass("sanity_check", check_plan),
 )

@@ -83,14 +83,16 @@ def explain_logical(plan: LogicalPlan) -> str:
 
 
 def explain_physical(plan: PhysicalPlan, operator_ids: dict[int, str] | None = None,
-                     estimates: bool = True) -> str:
+                     estimates: bool = True, notes: dict[int, str] | None = None) -> str:
     """The physical plan as an indented tree with estimated rows per node; with
     ``operator_ids`` (``planner.operator_ids.node_operator_ids``, for streaming plans),
     every node that keeps state also shows its operator id. ``estimates=False`` leaves the
     estimated rows out (``EXPLAIN (COSTS OFF)``): the plan's shape alone, which is what
-    golden files compare so that an estimator change does not rewrite them all."""
+    golden files compare so that an estimator change does not rewrite them all. With
+    ``notes`` (by node id; EXPLAIN VERBOSE's cost and delivered properties), each node's
+    note ends its line."""
     lines: list[str] = []
-    _physical(plan, 0, lines, operator_ids, estimates)
+    _physical(plan, 0, lines, operator_ids, estimates, notes)
     return "\n".join(lines)
 
 
@@ -221,14 +223,16 @@ def _logical_line(plan: LogicalPlan) -> str:
 
 # -- physical ----------------------------------------------------------------------------
 def _physical(plan: PhysicalPlan, depth: int, lines: list[str],
-              operator_ids: dict[int, str] | None, estimates: bool = True) -> None:
+              operator_ids: dict[int, str] | None, estimates: bool = True,
+              notes: dict[int, str] | None = None) -> None:
     uid = ""
     if operator_ids is not None and keeps_state(plan):
         uid = f" id={operator_ids[id(plan)]}"
     rows = f" rows=~{round(plan.est_rows)}" if estimates else ""
-    lines.append(INDENT * depth + _physical_line(plan) + f"{rows}{uid}")
+    note = f" {notes[id(plan)]}" if notes is not None and id(plan) in notes else ""
+    lines.append(INDENT * depth + _physical_line(plan) + f"{rows}{uid}{note}")
     for child in plan.inputs:
-        _physical(child, depth + 1, lines, operator_ids, estimates)
+        _physical(child, depth + 1, lines, operator_ids, estimates, notes)
 
 
 def _physical_line(plan: PhysicalPlan) -> str:

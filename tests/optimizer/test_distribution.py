@@ -11,15 +11,22 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import flowsql
+from flowsql.planner.logical import SetOp
 from flowsql.planner.properties import ANY, BROADCAST, SINGLE, Distribution
+from flowsql.planner.schema import Field
 from flowsql.session import Session
 from tests.harness.tpch import TPCH_TABLES
+from tests.optimizer import planbuilder as pb
+from tests.optimizer.searchplans import exchanges as search_exchanges
+from tests.optimizer.searchplans import planned, sized
 
 
 @pytest.fixture(scope="module")
 def session(tpch_dir: Path) -> Iterator[Session]:
-    """Parallelism 2; only EXPLAIN runs here, so no worker is ever started."""
+    """Parallelism 2, planning for the workers however small the query (the plans under
+    test are the parallel ones); only EXPLAIN runs here, so no worker is ever started."""
     s = flowsql.connect(parallelism=2)
+    s.set("optimizer.small-query-on-one-subtask", "false")
     for name in TPCH_TABLES:
         s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
     yield s
@@ -80,17 +87,35 @@ def test_distinct_aggregate_is_hashed_unsplit(session: Session) -> None:
     assert sum(line.startswith("HashAggregate") for line in lines) == 1
 
 
-def test_small_build_side_is_broadcast(session: Session) -> None:
-    lines = physical(session, "SELECT n_name, s_name FROM supplier JOIN nation "
-                              "ON s_nationkey = n_nationkey")
-    assert exchanges(lines) == ["Exchange[gather]", "Exchange[broadcast]"]
+# The join and set-operation shapes below depend on sizes: at SF 0.01 the cost model
+# finds gathering both inputs of a join cheaper than any exchange on both, so they are
+# planned over hand-built tables of SF 1's sizes.
+ORDERS = sized("orders", 1_500_000, "o_orderkey", "o_custkey")
+LINEITEM = sized("lineitem", 6_000_000, "l_orderkey", "l_quantity")
+CUSTOMER = sized("customer", 150_000, "c_custkey", "c_nationkey")
+NATION = sized("nation", 25, "n_nationkey", "n_name", distinct={"n_nationkey": 25})
 
 
-def test_large_join_hashes_both_sides(session: Session) -> None:
-    lines = physical(session, "SELECT o_orderkey, l_quantity FROM orders JOIN lineitem "
-                              "ON o_orderkey = l_orderkey", threshold=0)
-    assert sorted(exchanges(lines)) == ["Exchange[gather]", "Exchange[hash] keys=[l_orderkey]",
-                                        "Exchange[hash] keys=[o_orderkey]"]
+def orders_lineitem_count(threshold: int | None = None) -> list[str]:
+    """The exchanges of count(*) over orders JOIN lineitem ON the order key."""
+    o, li = pb.scan(ORDERS), pb.scan(LINEITEM)
+    joined = pb.join(o, li, "inner", pb.eq(pb.col(o, "o_orderkey"), pb.col(li, "l_orderkey")))
+    counted = pb.aggregate(joined, [], n=pb.agg("count_star"))
+    settings = {} if threshold is None else {"optimizer.broadcast-threshold-rows": str(threshold)}
+    return search_exchanges(planned(counted, settings=settings))
+
+
+def test_small_build_side_is_broadcast() -> None:
+    c, n = pb.scan(CUSTOMER), pb.scan(NATION)
+    joined = pb.join(c, n, "inner", pb.eq(pb.col(c, "c_nationkey"), pb.col(n, "n_nationkey")))
+    plan = planned(pb.select(joined, "n_name", "c_custkey"))
+    assert search_exchanges(plan) == sorted(["Exchange[gather]", "Exchange[broadcast]"])
+
+
+def test_large_join_hashes_both_sides() -> None:
+    assert orders_lineitem_count(threshold=0) == [
+        "Exchange[gather]", "Exchange[hash] keys=[l_orderkey]",
+        "Exchange[hash] keys=[o_orderkey]"]
 
 
 def test_aggregate_on_the_join_key_needs_no_second_shuffle(session: Session) -> None:
@@ -133,11 +158,11 @@ def test_window_with_partition_hashes_on_it(session: Session) -> None:
 
 
 def test_set_operations_hash_on_all_columns(session: Session) -> None:
-    lines = physical(session, "SELECT n_nationkey FROM nation INTERSECT "
-                              "SELECT s_nationkey FROM supplier")
-    assert sorted(exchanges(lines)) == ["Exchange[gather]",
-                                        "Exchange[hash] keys=[n_nationkey]",
-                                        "Exchange[hash] keys=[s_nationkey]"]
+    o, c = pb.select(pb.scan(ORDERS), "o_custkey"), pb.select(pb.scan(CUSTOMER), "c_custkey")
+    fields = tuple(Field.fresh(f.name, f.dtype) for f in o.schema)
+    plan = planned(SetOp(o, c, "intersect", False, fields))
+    assert search_exchanges(plan) == ["Exchange[gather]", "Exchange[hash] keys=[c_custkey]",
+                                      "Exchange[hash] keys=[o_custkey]"]
     lines = physical(session, "SELECT n_nationkey FROM nation UNION ALL "
                               "SELECT s_nationkey FROM supplier")
     assert exchanges(lines) == ["Exchange[gather]"]
@@ -174,15 +199,13 @@ def test_hash_on_a_subset_of_the_keys_satisfies() -> None:
     assert not BROADCAST.satisfies(SINGLE) and not SINGLE.satisfies(BROADCAST)
 
 
-def test_above_the_threshold_a_side_is_broadcast_when_that_moves_fewer_rows(
-        session: Session) -> None:
-    """orders (~15 thousand rows at SF 0.01) joined with lineitem (~60 thousand): two
-    copies of orders move fewer rows than shuffling both sides, so orders is broadcast
-    under a threshold of 2000 (orders is within ten times it); under 1000 it is not (a
-    side over ten times the threshold is never replicated) and both sides are hashed."""
-    sql = "SELECT o_orderkey, l_quantity FROM orders JOIN lineitem ON o_orderkey = l_orderkey"
-    assert sorted(exchanges(physical(session, sql, threshold=2000))) == [
+def test_above_the_threshold_a_side_is_broadcast_when_that_moves_fewer_rows() -> None:
+    """orders (1.5 million rows) joined with lineitem (6 million): two copies of orders
+    move fewer bytes than shuffling both sides, so orders is broadcast under a threshold of
+    200 thousand (orders is within ten times it); under 100 thousand it is not (a side over
+    ten times the threshold is never replicated) and both sides are hashed."""
+    assert orders_lineitem_count(threshold=200_000) == [
         "Exchange[broadcast]", "Exchange[gather]"]
-    assert sorted(exchanges(physical(session, sql, threshold=1000))) == [
+    assert orders_lineitem_count(threshold=100_000) == [
         "Exchange[gather]", "Exchange[hash] keys=[l_orderkey]",
         "Exchange[hash] keys=[o_orderkey]"]

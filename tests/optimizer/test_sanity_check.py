@@ -27,6 +27,8 @@ from flowsql.sql.statement_parser import parse_one
 @pytest.fixture()
 def session() -> Iterator[Session]:
     s = flowsql.connect()
+    # the parallel plans under test are planned for the workers, however small the tables
+    s.set("optimizer.small-query-on-one-subtask", "false")
     for name in ("a", "b"):
         s.sql(f"CREATE TABLE {name} (k INT, v INT) "
               "WITH ('connector' = 'datagen', 'number-of-rows' = '1000')")
@@ -89,7 +91,12 @@ def test_a_parallel_root_must_be_gathered(session: Session) -> None:
 def test_a_hash_join_needs_both_inputs_hashed(session: Session) -> None:
     session.set("parallelism.default", "2")
     session.set("optimizer.broadcast-threshold-rows", "0")
-    plan = physical(session, "SELECT a.v, b.v FROM a JOIN b ON a.k = b.k")
+    # large enough that partitioning both sides beats gathering them (only planned here)
+    for name in ("big_a", "big_b"):
+        session.sql(f"CREATE TABLE {name} (k INT, v INT) "
+                    "WITH ('connector' = 'datagen', 'number-of-rows' = '10000000')")
+    plan = physical(session, "SELECT big_a.v, big_b.v FROM big_a JOIN big_b "
+                             "ON big_a.k = big_b.k")
     join = find(plan, HashJoinExec)
     sanity_check(plan, session.settings, streaming=False)
     broken = without_exchange_below(plan, join, 1)

@@ -31,6 +31,7 @@ from flowsql.optimizer.distribution import parallelism
 from flowsql.optimizer.sanity_check.distribution import check_distribution
 from flowsql.optimizer.sanity_check.ordering import check_ordering
 from flowsql.optimizer.sanity_check.streaming import check_insert_only_sources, check_streaming
+from flowsql.optimizer.search import runs_on_workers
 from flowsql.planner.physical import PhysicalPlan
 
 __all__ = ["sanity_check"]
@@ -39,7 +40,10 @@ __all__ = ["sanity_check"]
 def sanity_check(plan: PhysicalPlan, settings: dict[str, str], streaming: bool) -> None:
     """Raise PlanError naming the first node whose requirement ``plan`` does not meet."""
     # Spark distributes a bounded plan itself: exchanges are placed for the local engine only.
-    if (streaming or settings.get("engine") != "spark") and parallelism(settings) > 1:
+    # A batch plan without exchanges runs on one subtask in the session (the search chose
+    # it), so there is no distribution to check.
+    distributed = streaming or (settings.get("engine") != "spark" and runs_on_workers(plan))
+    if distributed and parallelism(settings) > 1:
         check_distribution(plan)
     check_ordering(plan)
     if streaming:

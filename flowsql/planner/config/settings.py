@@ -65,6 +65,10 @@ SETTINGS: tuple[Option, ...] = (
     Option("optimizer.broadcast-threshold-rows", INTEGER, "100000",
            "Largest estimated build side (rows) a parallel hash join broadcasts instead of "
            "hash-partitioning both sides.", minimum=0),
+    Option("optimizer.small-query-on-one-subtask", BOOLEAN, "true",
+           "With parallelism.default above 1, run a batch query on one subtask in the "
+           "session when the cost model finds that cheaper than a parallel plan (false: "
+           "always plan for the workers)."),
     Option("optimizer.disable-rules", NAMES, "",
            "Comma-separated names of logical rewrite rules to skip."),
     Option("execution.buffer-timeout", DURATION, "100",

@@ -30,7 +30,14 @@ def execute_explain(session: Session, statement: ExplainStatement) -> Result:
         return Result("explain", table=pa.table({"plan": source.split("\n")}), plan_text=source)
     from flowsql.optimizer.physical_passes import streaming_mode
 
+    streaming = streaming_mode(session.settings)
+    search = None
+    if statement.mode == "verbose" and not streaming:
+        # planned once more to keep the search's result: its notes are per plan node
+        from flowsql.optimizer import plan_physical
+
+        planned = plan_physical(optimized.plan, session.settings, optimized.context.estimator)
+        physical, search = planned.physical, planned.search
     text = explain_text(logical, optimized, physical, verbose=statement.mode == "verbose",
-                        streaming=streaming_mode(session.settings),
-                        estimates=statement.estimates)
+                        streaming=streaming, estimates=statement.estimates, search=search)
     return Result("explain", table=pa.table({"plan": text.split("\n")}), plan_text=text)

@@ -61,17 +61,30 @@ def plan_statement(session: Session, statement: QueryStatement | ExplainStatemen
 
 
 def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # type: ignore[no-untyped-def]
-                 verbose: bool = False, streaming: bool = False, estimates: bool = True) -> str:
+                 verbose: bool = False, streaming: bool = False, estimates: bool = True,
+                 search=None) -> str:
     """The three plans as EXPLAIN shows them; a streaming plan shows the operator id of
     every operator that keeps state (what checkpoints and savepoints file it under);
-    ``estimates=False`` (``EXPLAIN (COSTS OFF)``) leaves the estimated rows out."""
+    ``estimates=False`` (``EXPLAIN (COSTS OFF)``) leaves the estimated rows out. With
+    ``search`` (the physical search's result for ``physical``, EXPLAIN VERBOSE of a batch
+    query) every operator shows its cost and delivered properties, and the alternatives
+    costed at the root follow the plan."""
     from flowsql.planner.explain import explain_logical, explain_physical
     from flowsql.planner.operator_ids import node_operator_ids
 
     ids = node_operator_ids(physical) if streaming else None
+    notes = None
+    if search is not None:
+        from flowsql.optimizer.search.annotations import operator_notes
+
+        notes = operator_notes(search)
     parts = ["== Logical Plan ==", explain_logical(logical), "",
              "== Optimized Logical Plan ==", explain_logical(optimized.plan), "",
-             "== Physical Plan ==", explain_physical(physical, ids, estimates)]
+             "== Physical Plan ==", explain_physical(physical, ids, estimates, notes)]
     if verbose:
         parts += ["", "== Rules That Changed The Plan ==", *optimized.changed_by]
+    if search is not None:
+        from flowsql.optimizer.search.annotations import memo_lines
+
+        parts += ["", "== Physical Alternatives At The Root ==", *memo_lines(search)]
     return "\n".join(parts)

@@ -42,9 +42,11 @@ def run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
 
         return run_plan(physical, session.settings)
     from flowsql.optimizer.distribution import parallelism
+    from flowsql.optimizer.search import runs_on_workers
 
     workers = parallelism(session.settings)
-    if workers > 1:
+    # without exchanges the search chose one subtask: run in this process, no workers
+    if workers > 1 and runs_on_workers(physical):
         from flowsql.runtime.parallel import ParallelRunner
 
         if session.parallel_runner is None:

@@ -26,6 +26,8 @@ from tests.harness.tpch import TPCH_TABLES
 @pytest.fixture(scope="module")
 def session(tpch_dir: Path) -> Iterator[Session]:
     s = flowsql.connect(parallelism=2)
+    # these tests are about the workers: plan for them however small the query
+    s.set("optimizer.small-query-on-one-subtask", "false")
     for name in ("orders", "lineitem", "customer", "nation"):
         s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
     yield s
@@ -47,6 +49,7 @@ def test_failing_operator_fails_the_query_naming_operator_and_subtask(
 
 def test_closing_the_session_leaves_no_worker_process(tpch_dir: Path) -> None:
     s = flowsql.connect(parallelism=2)
+    s.set("optimizer.small-query-on-one-subtask", "false")
     s.sql(f"CREATE TABLE nation WITH ('path'='{tpch_dir / 'nation.parquet'}')")
     with pytest.raises(ExecutionError):
         s.sql("SELECT CAST(n_name AS INTEGER) FROM nation")
@@ -82,6 +85,7 @@ def test_parallelism_one_runs_in_process(tpch_dir: Path) -> None:
 @pytest.mark.parametrize("number", QUERY_NUMBERS)
 def test_tpch_stage_plans_round_trip_through_json(tpch_dir: Path, number: int) -> None:
     s = flowsql.connect(parallelism=3)
+    s.set("optimizer.small-query-on-one-subtask", "false")
     for name in TPCH_TABLES:
         s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
     _, _, physical = plan_query(s, parse_one(load_query(number)))

@@ -1,4 +1,5 @@
-"""The cost model: rows processed, with hash-table builds weighted.
+"""The logical cost of a plan, for join enumeration: rows processed, with hash-table
+builds weighted.
 
 The cost model computes no selectivities (ENGINEERING.md habit 6): it combines row counts
 the estimator gives it. A node's own cost excludes its children (as in Calcite); the cost of

@@ -1,0 +1,76 @@
+"""Physical alternatives of an aggregate group.
+
+* in place: the input already has the rows of each group together (hashed on a subset of
+  the group columns, or on one subtask) -- asked of the input's group, so a join below
+  partitioned on a group key serves it;
+* a hash exchange on the group keys, then the aggregate (the enforcer of the above);
+* split: a partial aggregate on every subtask, an exchange on the group keys (a gather
+  for a global aggregate), and the final aggregate (``aggregate_split``), for aggregates
+  that decompose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flowsql.optimizer.search.aggregate_split import split_aggregate, splittable
+from flowsql.optimizer.search.enforcers import exchange
+from flowsql.optimizer.search.memo import Memo
+from flowsql.optimizer.search.requirements import SINGLE_INPUT, SPREAD_INPUT, Required, hashed
+from flowsql.optimizer.search.winner import Winner
+from flowsql.planner.expressions import ColumnRef
+from flowsql.planner.physical import ExchangeExec, HashAggregateExec
+from flowsql.planner.properties import ANY, SINGLE, Distribution
+
+
+def renamed(delivered: Distribution, mapping: dict[int, int]) -> Distribution:
+    """``delivered`` seen through a node that renames column ids; key sets using a column
+    the node drops are forgotten."""
+    if delivered.kind != "hash":
+        return delivered
+    return Distribution.hash(*(tuple(mapping[c] for c in keys) for keys in delivered.keysets
+                               if all(c in mapping for c in keys)))
+
+
+def aggregate_alternatives(memo: Memo, node: HashAggregateExec, required: Required
+                           ) -> Iterator[Winner]:
+    costing = memo.costing
+    if not node.group_exprs:
+        child = memo.need(node.input, SINGLE_INPUT)
+        yield costing.on_top(node.with_inputs((child.plan,)), (child,), SINGLE,
+                             "aggregate on one subtask")
+    else:
+        child = memo.need(node.input, hashed(node.group_exprs))
+        yield costing.on_top(node.with_inputs((child.plan,)), (child,),
+                             _in_place_output(node, child), "aggregate over grouped input")
+    if costing.parallelism <= 1 or not splittable(node):
+        return
+    spread = memo.best(node.input, SPREAD_INPUT)
+    if spread is None:
+        return
+    split = split_aggregate(node)
+    partial = costing.on_top(split.partial(spread.plan), (spread,), ANY)
+    if node.group_exprs:
+        moved = exchange(costing, partial, "hash", split.exchange_keys)
+        delivered = Distribution.hash(tuple(f.cid for f in node.group_fields))
+    else:
+        moved = exchange(costing, partial, "gather")
+        delivered = SINGLE
+    top = moved
+    for step in split.final(moved.plan):
+        top = costing.on_top(step, (top,), delivered)
+    yield Winner(top.plan, delivered, top.cost, "partial/final aggregate")
+
+
+def _in_place_output(node: HashAggregateExec, child: Winner) -> Distribution:
+    """What an aggregate delivers over an input that has its groups together."""
+    to_output = {e.cid: f.cid for e, f in zip(node.group_exprs, node.group_fields)
+                 if isinstance(e, ColumnRef)}
+    delivered = child.delivered
+    if delivered == SINGLE or (to_output and delivered.satisfies(
+            Distribution.hash(tuple(to_output)))):
+        return renamed(delivered, to_output)
+    plan = child.plan
+    if isinstance(plan, ExchangeExec) and plan.kind == "hash" and plan.keys == node.group_exprs:
+        return Distribution.hash(tuple(f.cid for f in node.group_fields))
+    return renamed(delivered, to_output)

@@ -1,0 +1,78 @@
+"""What a consumer requires of its input's distribution, in the search.
+
+:class:`~flowsql.planner.properties.Distribution` is what a plan *delivers*; a requirement
+needs a few more shapes than its partial order has, because the runtime runs a stage with
+one parallelism (``runtime/jobgraph.py``) and a join needs both inputs hashed by the *same*
+function of corresponding keys:
+
+* ``any``: no requirement.
+* ``single``: all rows on one subtask.
+* ``spread``: on the job's subtasks (anything but ``single``): the probe side of a
+  broadcast join, whose other input arrives on every subtask.
+* ``hash`` with ``exact``: hashed on exactly ``keys``, in order (a partitioned join's
+  inputs): a delivered key set equal to the keys' column ids, or a hash exchange on the
+  key expressions directly below the consumer.
+* ``hash`` without ``exact``: rows equal on ``keys`` together (an aggregate's groups): a
+  delivered key set within the column ids of the keys that are plain columns, one
+  subtask, or a hash exchange on the keys.
+* ``broadcast``: every subtask holds all rows (only a broadcast exchange delivers it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flowsql.planner.expressions import ColumnRef, Expr
+from flowsql.planner.physical import ExchangeExec, PhysicalPlan
+from flowsql.planner.properties import BROADCAST, SINGLE, Distribution
+
+
+@dataclass(frozen=True)
+class Required:
+    """A requirement on an input's distribution (see the module docstring)."""
+
+    kind: str
+    keys: tuple[Expr, ...] = ()
+    exact: bool = False
+
+    def __str__(self) -> str:
+        if self.kind != "hash":
+            return self.kind
+        keys = ", ".join(str(k) for k in self.keys)
+        return f"hash{'=' if self.exact else ''}({keys})"
+
+    @property
+    def key_ids(self) -> tuple[int, ...] | None:
+        """The keys' column ids when every key is a plain column, else None."""
+        ids = tuple(k.cid for k in self.keys if isinstance(k, ColumnRef))
+        return ids if len(ids) == len(self.keys) else None
+
+    def met_by(self, plan: PhysicalPlan, delivered: Distribution) -> bool:
+        """Whether ``plan``, delivering ``delivered``, meets this requirement."""
+        if self.kind == "any":
+            return True
+        if self.kind == "single":
+            return delivered == SINGLE
+        if self.kind == "spread":
+            return delivered != SINGLE and delivered != BROADCAST
+        if self.kind == "broadcast":
+            return delivered == BROADCAST
+        if isinstance(plan, ExchangeExec) and plan.kind == "hash" and plan.keys == self.keys:
+            return True
+        ids = self.key_ids
+        if self.exact:
+            return ids is not None and delivered.kind == "hash" and ids in delivered.keysets
+        if delivered == SINGLE:
+            return True
+        columns = tuple(k.cid for k in self.keys if isinstance(k, ColumnRef))
+        return bool(columns) and delivered.satisfies(Distribution.hash(columns))
+
+
+ANY_INPUT = Required("any")
+SINGLE_INPUT = Required("single")
+SPREAD_INPUT = Required("spread")
+BROADCAST_INPUT = Required("broadcast")
+
+
+def hashed(keys: tuple[Expr, ...], exact: bool = False) -> Required:
+    return Required("hash", keys, exact)

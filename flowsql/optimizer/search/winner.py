@@ -1,0 +1,30 @@
+"""The best plan found for a group under one requirement, with what it delivers and costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flowsql.optimizer.cost import Cost
+from flowsql.planner.physical import PhysicalPlan
+from flowsql.planner.properties import Distribution
+
+
+@dataclass(frozen=True)
+class Winner:
+    """``plan`` delivers ``delivered`` and costs ``cost`` (its whole subtree);
+    ``label`` names the alternative it came from (for EXPLAIN MEMO)."""
+
+    plan: PhysicalPlan
+    delivered: Distribution
+    cost: Cost
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Considered:
+    """One alternative the search costed for a group: its label and total cost, and
+    whether it won."""
+
+    label: str
+    cost: float
+    won: bool
