@@ -57,7 +57,9 @@ def _session(data_dir: Path, **settings: str) -> flowsql.Session:
 
 @pytest.fixture(params=[1, 2], ids=["parallelism1", "parallelism2"])
 def session(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[flowsql.Session]:
-    session = _session(data_dir, **{"parallelism.default": str(request.param)})
+    # the tiny query would otherwise be costed onto one subtask: measure the parallel path
+    session = _session(data_dir, **{"parallelism.default": str(request.param),
+                                    "optimizer.small-query-on-one-subtask": "false"})
     try:
         yield session
     finally:

@@ -43,7 +43,10 @@ def execute_explain_analyze(session: Session, statement: ExplainStatement) -> Re
                         "a bounded query")
     from flowsql.optimizer.distribution import parallelism
 
-    workers = parallelism(session.settings)
+    from flowsql.optimizer.search import runs_on_workers
+
+    # a plan without exchanges was chosen to run on one subtask, in this process
+    workers = parallelism(session.settings) if runs_on_workers(physical) else 1
     started = time.perf_counter()
     table, actuals = _run_profiled(session, physical, workers)
     elapsed = time.perf_counter() - started
