@@ -109,6 +109,8 @@ def _sorts_below_exchanges(plan: PhysicalPlan) -> PhysicalPlan:
 
 def test_ordering_check_wants_the_sort_above_a_hash_exchange(tpch_dir: Path) -> None:
     with flowsql.connect(parallelism=2) as s:
+        # a query this small is otherwise costed onto one subtask, with no exchange at all
+        s.sql("SET 'optimizer.small-query-on-one-subtask' = 'false'")
         for name in ("customer", "orders"):
             s.sql(f"CREATE TABLE {name} WITH ('path'='{tpch_dir / (name + '.parquet')}')")
         hashed = _plan(s, QUERIES["inner"])

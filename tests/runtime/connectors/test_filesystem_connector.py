@@ -256,6 +256,8 @@ def test_queries_on_a_parquet_file_missing_a_declared_column_fail_naming_it(
 
     folder = _two_files(tmp_path, pa.table({"a": [3], "c": ["z"]}))
     session = flowsql.connect(parallelism=parallelism)
+    # a query this small is otherwise costed onto one subtask in the session
+    session.sql("SET 'optimizer.small-query-on-one-subtask' = 'false'")
     session.sql(f"CREATE TABLE t (a BIGINT, b STRING) WITH ('path'='{folder}', "
                 "'format'='parquet')")
     # On worker processes the error arrives wrapped, naming the task that failed.
