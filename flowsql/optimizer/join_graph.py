@@ -158,3 +158,21 @@ class JoinGraph:
             left_plan, right_plan = right_plan, left_plan
         return Join(left_plan, right_plan, "inner" if condition is not None else "cross",
                     condition)
+
+
+def is_inner_join(plan: LogicalPlan) -> bool:
+    """Whether ``plan`` belongs to a block of inner joins (inner or cross)."""
+    return isinstance(plan, Join) and plan.kind in ("inner", "cross")
+
+
+def flatten_inner_joins(plan: LogicalPlan, leaves: list[LogicalPlan],
+                        preds: list[Expr]) -> None:
+    """Append the leaves of the maximal inner-join block rooted at ``plan`` (left to right)
+    to ``leaves`` and its join conditions' conjuncts to ``preds``."""
+    if is_inner_join(plan):
+        assert isinstance(plan, Join)
+        preds.extend(conjuncts(plan.condition))
+        flatten_inner_joins(plan.left, leaves, preds)
+        flatten_inner_joins(plan.right, leaves, preds)
+    else:
+        leaves.append(plan)

@@ -36,11 +36,11 @@ from collections.abc import Iterator
 from flowsql.optimizer.columns import expr_key
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.equivalence import EquivalenceClasses, column_equality, equality
-from flowsql.optimizer.join_graph import leaf_conjuncts
+from flowsql.optimizer.join_graph import flatten_inner_joins, is_inner_join, leaf_conjuncts
 from flowsql.optimizer.plan_window_aggregate import runtime_mode
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
-from flowsql.planner.expressions import ColumnRef, Expr, column_ids, conjoin, conjuncts
-from flowsql.planner.logical import Filter, Join, LogicalPlan
+from flowsql.planner.expressions import ColumnRef, Expr, column_ids, conjoin
+from flowsql.planner.logical import Filter, LogicalPlan
 
 
 def infer_equivalences(plan: LogicalPlan, context: OptimizerContext) -> LogicalPlan:
@@ -48,19 +48,15 @@ def infer_equivalences(plan: LogicalPlan, context: OptimizerContext) -> LogicalP
     return _infer(plan, context, edges)
 
 
-def _is_inner(plan: LogicalPlan) -> bool:
-    return isinstance(plan, Join) and plan.kind in ("inner", "cross")
-
-
 def _infer(plan: LogicalPlan, context: OptimizerContext, edges: bool) -> LogicalPlan:
-    if not _is_inner(plan):
+    if not is_inner_join(plan):
         inputs = tuple(_infer(c, context, edges) for c in plan.inputs)
         if all(a is b for a, b in zip(inputs, plan.inputs)):
             return plan
         return plan.with_inputs(inputs)
     leaves: list[LogicalPlan] = []
     preds: list[Expr] = []
-    _flatten(plan, leaves, preds)
+    flatten_inner_joins(plan, leaves, preds)
     new_leaves = [_infer(leaf, context, edges) for leaf in leaves]
     block = plan
     if any(a is not b for a, b in zip(new_leaves, leaves)):
@@ -71,18 +67,8 @@ def _infer(plan: LogicalPlan, context: OptimizerContext, edges: bool) -> Logical
     return push_down_filter(Filter(block, conjoin(implied)), context)  # type: ignore[arg-type]
 
 
-def _flatten(plan: LogicalPlan, leaves: list[LogicalPlan], preds: list[Expr]) -> None:
-    if _is_inner(plan):
-        assert isinstance(plan, Join)
-        preds.extend(conjuncts(plan.condition))
-        _flatten(plan.left, leaves, preds)
-        _flatten(plan.right, leaves, preds)
-    else:
-        leaves.append(plan)
-
-
 def _replace_leaves(plan: LogicalPlan, leaves: Iterator[LogicalPlan]) -> LogicalPlan:
-    if _is_inner(plan):
+    if is_inner_join(plan):
         return plan.with_inputs(tuple(_replace_leaves(c, leaves) for c in plan.inputs))
     return next(leaves)
 

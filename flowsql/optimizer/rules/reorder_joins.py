@@ -34,9 +34,9 @@ from flowsql.optimizer.columns import project_onto
 from flowsql.optimizer.context import OptimizerContext
 from flowsql.optimizer.cost import join_cost
 from flowsql.optimizer.dpccp import csg_cmp_pairs
-from flowsql.optimizer.join_graph import JoinGraph
+from flowsql.optimizer.join_graph import JoinGraph, flatten_inner_joins, is_inner_join
 from flowsql.optimizer.plan_window_aggregate import runtime_mode
-from flowsql.planner.expressions import Expr, conjoin, conjuncts
+from flowsql.planner.expressions import Expr, conjoin
 from flowsql.planner.logical import Filter, Join, LogicalPlan
 
 # DPccp's work grows with the csg-cmp pairs: a chain of 12 has 286, a star 11 264, a clique
@@ -49,20 +49,16 @@ def reorder_joins(plan: LogicalPlan, context: OptimizerContext) -> LogicalPlan:
     return _reorder(plan, context.estimator, runtime_mode(context.settings) != "streaming")
 
 
-def _is_inner(plan: LogicalPlan) -> bool:
-    return isinstance(plan, Join) and plan.kind in ("inner", "cross")
-
-
 def _reorder(plan: LogicalPlan, estimator: CardinalityEstimator, search: bool) -> LogicalPlan:
     """``search`` False: the query's own edges and greedy ordering only (streaming)."""
-    if not _is_inner(plan):
+    if not is_inner_join(plan):
         inputs = tuple(_reorder(c, estimator, search) for c in plan.inputs)
         if all(a is b for a, b in zip(inputs, plan.inputs)):
             return plan
         return plan.with_inputs(inputs)
     leaves: list[LogicalPlan] = []
     preds: list[Expr] = []
-    _flatten(plan, leaves, preds)
+    flatten_inner_joins(plan, leaves, preds)
     leaves = [_reorder(leaf, estimator, search) for leaf in leaves]
     if len(leaves) < 3:
         same = all(a is b for a, b in zip(leaves, plan.inputs))
@@ -73,16 +69,6 @@ def _reorder(plan: LogicalPlan, estimator: CardinalityEstimator, search: bool) -
     if predicate is not None:
         ordered = Filter(ordered, predicate)
     return project_onto(ordered, plan.schema)
-
-
-def _flatten(plan: LogicalPlan, leaves: list[LogicalPlan], preds: list[Expr]) -> None:
-    if _is_inner(plan):
-        assert isinstance(plan, Join)
-        preds.extend(conjuncts(plan.condition))
-        _flatten(plan.left, leaves, preds)
-        _flatten(plan.right, leaves, preds)
-    else:
-        leaves.append(plan)
 
 
 def order_joins(graph: JoinGraph, estimator: CardinalityEstimator,

@@ -42,7 +42,6 @@ def execute_explain_analyze(session: Session, statement: ExplainStatement) -> Re
                         "EXPLAIN for its plan, or SET 'execution.runtime-mode' = 'batch' for "
                         "a bounded query")
     from flowsql.optimizer.distribution import parallelism
-
     from flowsql.optimizer.search import runs_on_workers
 
     # a plan without exchanges was chosen to run on one subtask, in this process
