@@ -31,7 +31,7 @@ SETTINGS_TABLE = "\n".join([
     "execution.buffer-size              | 1mb",
     "execution.buffer-timeout           | 100",
     "execution.channel-credits          | 4",
-    "execution.memory-budget            | 8gb",
+    "execution.memory-budget            | 25%",
     "execution.runtime-mode             | batch",
     "max_parallelism                    | 128",
     "optimizer.broadcast-threshold-rows | 100000",
@@ -115,7 +115,7 @@ def test_settings_listing_as_csv_and_json(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().out == (
         "key,value\nengine,local\nexecution.batch-size,65536\nexecution.buffer-rows,65536\n"
         "execution.buffer-size,1mb\nexecution.buffer-timeout,100\nexecution.channel-credits,4\n"
-        "execution.memory-budget,8gb\nexecution.runtime-mode,batch\nmax_parallelism,128\n"
+        "execution.memory-budget,25%\nexecution.runtime-mode,batch\nmax_parallelism,128\n"
         "optimizer.broadcast-threshold-rows,100000\nparallelism.default,1\n"
         "pipeline.auto-watermark-interval,200\ntable.exec.mini-batch.enabled,true\n")
     assert main(["--format", "json", "--set", f"{ONE_KEY}=true", "-c", "SET"]) == 0

@@ -29,6 +29,7 @@ from flowsql.runtime.operator_profile import Profile
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.runtime.result_table import result_table
+from flowsql.runtime.spill.spill_space import SpillSpace, parse_tmp_dirs
 
 _T = TypeVar("_T")
 
@@ -39,6 +40,7 @@ class _Job:
 
     settings: dict[str, str]
     memory: MemoryBudget
+    spill: SpillSpace
     next_id: int = 0
     #: per-operator rows and time (EXPLAIN ANALYZE); None on a normal run, which then
     #: pays nothing for it
@@ -48,7 +50,8 @@ class _Job:
 def _job(settings: dict[str, str]) -> _Job:
     values = SettingValues(settings)
     values.integer("execution.batch-size")  # checked once here, read by every operator
-    return _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")))
+    return _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")),
+                SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs"))))
 
 
 def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:
@@ -65,14 +68,25 @@ def _run(node: PhysicalPlan, job: _Job) -> Generator[pa.RecordBatch, None, None]
     job.next_id += 1
     label = f"{describe(node)} [operator {job.next_id}]"
     operator: Operator = _guarded(label, create_operator, node)
-    context = OperatorContext(name=label, settings=job.settings, memory=job.memory)
+    context = OperatorContext(name=label, settings=job.settings, memory=job.memory,
+                              spill=job.spill)
     batches = pull(node, operator, context, _guarded, lambda child: _run(child, job))
     yield from batches if job.profile is None else job.profile.timed(node, batches)
 
 
 def execute_batches(plan: PhysicalPlan, settings: dict[str, str]) -> Iterator[pa.RecordBatch]:
     """The plan's output as batches whose columns follow ``plan.schema`` by position."""
-    return _run(plan, _job(settings))
+    return _cleaned_up(_run(plan, job := _job(settings)), job)
+
+
+def _cleaned_up(batches: Iterator[pa.RecordBatch], job: _Job
+                ) -> Generator[pa.RecordBatch, None, None]:
+    """``batches``, then the job's spill files removed: at the end, on failure, or when
+    the consumer closes the generator early (a LIMIT, a cancel)."""
+    try:
+        yield from batches
+    finally:
+        job.spill.cleanup()
 
 
 def execute(plan: PhysicalPlan, settings: dict[str, str]) -> pa.Table:
@@ -87,5 +101,5 @@ def execute_profiled(plan: PhysicalPlan, settings: dict[str, str]
     ANALYZE; see :mod:`flowsql.runtime.operator_profile`)."""
     job = _job(settings)
     job.profile = Profile()
-    table = result_table(plan, list(_run(plan, job)))
+    table = result_table(plan, list(_cleaned_up(_run(plan, job), job)))
     return table, job.profile.actuals(plan, node_operator_ids(plan))

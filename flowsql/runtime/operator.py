@@ -16,7 +16,9 @@ to consume first (``input_order``): a hash join reads its build side to the end 
 probe side, which is what lets a single-process runner stream the probe side.
 
 Blocking operators account the bytes they hold with ``context.memory.reserve`` so a query
-that exceeds ``execution.memory-budget`` fails with a clear message instead of swapping.
+that exceeds ``execution.memory-budget`` fails with a clear message instead of swapping. An
+operator that can spill asks first (``context.memory.try_reserve``) and, when the budget is
+full, writes part of what it holds to ``context.spill`` (files under ``io.tmp.dirs``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from flowsql.errors import ResourceExhausted
+from flowsql.runtime.spill.spill_space import SpillSpace
 from flowsql.runtime.time.watermarks import epoch_ms
 
 
@@ -48,6 +51,20 @@ class MemoryBudget:
                 f"({self.used / 2**20:.1f} MiB held, budget {self.limit / 2**20:.1f} MiB); "
                 "raise the budget with SET 'execution.memory-budget' = '...'")
 
+    def try_reserve(self, nbytes: int) -> bool:
+        """Reserve ``nbytes`` if they fit under the limit; False (nothing reserved) if
+        not. Operators that can spill call this and spill instead of failing."""
+        if self.limit is not None and self.used + nbytes > self.limit:
+            return False
+        self.used += nbytes
+        self.peak = max(self.peak, self.used)
+        return True
+
+    @property
+    def available(self) -> int | None:
+        """Bytes still free under the limit (None: unlimited)."""
+        return None if self.limit is None else max(0, self.limit - self.used)
+
     def release(self, nbytes: int) -> None:
         self.used = max(0, self.used - nbytes)
 
@@ -59,6 +76,9 @@ class OperatorContext:
     name: str
     settings: dict[str, str] = field(default_factory=dict)
     memory: MemoryBudget = field(default_factory=lambda: MemoryBudget(None))
+    #: where a spilling operator writes its files; one per job (or per worker task), removed
+    #: by the runner when the job ends, fails or is cancelled
+    spill: SpillSpace = field(default_factory=SpillSpace)
     subtask_index: int = 0
     parallelism: int = 1
     metrics: dict[str, Any] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from flowsql.planner.config.values import (
     BOOLEAN,
     DURATION,
     INTEGER,
+    MEMORY_BUDGET,
     MEMORY_SIZE,
     NAMES,
     NUMBER,
@@ -46,10 +47,17 @@ SETTINGS: tuple[Option, ...] = (
     Option("execution.runtime-mode", STRING, "batch",
            "Whether queries run as bounded batch jobs or as streams producing a changelog.",
            allowed=("batch", "streaming")),
-    Option("execution.memory-budget", MEMORY_SIZE, "8gb",
-           "Memory a blocking operator (sort, hash-join build, final aggregate) may hold "
-           "before it spills or fails.",
+    Option("execution.memory-budget", MEMORY_BUDGET, "25%",
+           "Memory the blocking operators of one task (sorts, hash-join builds, aggregates, "
+           "window partitions, set operations) hold together before they spill to "
+           "io.tmp.dirs: a size ('2 GiB') or a percentage of the machine's physical memory "
+           "(the default, 25%, is per task: each worker process of a parallel query has "
+           "its own).",
            aliases=("memory_budget",), minimum=1),
+    Option("io.tmp.dirs", STRING, None,
+           "Directories for spill files, separated by commas (Flink's key); each query "
+           "writes below a private directory there, removed when it ends, fails or is "
+           "cancelled (unset: the system's temporary directory)."),
     Option("execution.batch-size", INTEGER, "65536",
            "Most rows in one record batch produced by a source or operator.",
            aliases=("batch_size",), minimum=1),
@@ -266,7 +274,7 @@ class SettingValues:
         return self._typed(key, DURATION)  # type: ignore[no-any-return]
 
     def memory_size(self, key: str) -> int:
-        return self._typed(key, MEMORY_SIZE)  # type: ignore[no-any-return]
+        return self._typed(key, MEMORY_SIZE, MEMORY_BUDGET)  # type: ignore[no-any-return]
 
     def names(self, key: str) -> tuple[str, ...]:
         return self._typed(key, NAMES)  # type: ignore[no-any-return]
@@ -274,9 +282,9 @@ class SettingValues:
     def time_zone(self, key: str) -> str:
         return self._typed(key, TIME_ZONE)  # type: ignore[no-any-return]
 
-    def _typed(self, key: str, kind: ValueKind) -> Any:
+    def _typed(self, key: str, *kinds: ValueKind) -> Any:
         option = setting(key)
-        if option.kind is not kind:
+        if option.kind not in kinds:
             raise TypeError(f"setting {key} is declared as {option.kind.name}, read as "
-                            f"{kind.name}")
+                            f"{' or '.join(kind.name for kind in kinds)}")
         return option.read(self.raw)

@@ -19,6 +19,7 @@ or ``invalid size`` and names the key being parsed.
 
 from __future__ import annotations
 
+import os
 import re
 
 from flowsql.errors import ConfigError
@@ -66,3 +67,28 @@ def parse_memory_size(text: str, key: str | None = None) -> int:
         where = f" for {key}" if key else ""
         raise ConfigError(f"invalid size '{text}'{where} (expected e.g. {SIZE_EXAMPLES})")
     return int(float(match.group(1)) * _BYTES_PER_UNIT[match.group(2).lower()])
+
+
+def physical_memory_bytes() -> int:
+    """This machine's physical memory (8 GiB when the platform does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return 8 << 30
+
+
+def parse_memory_budget(text: str, key: str | None = None) -> int:
+    """Bytes of a memory size (:func:`parse_memory_size`) or of ``'N%'``, that share of
+    this machine's physical memory (``'25%'``), so a default fits the machine it runs on."""
+    stripped = text.strip()
+    if stripped.endswith("%"):
+        try:
+            percent = float(stripped[:-1])
+        except ValueError:
+            percent = -1.0
+        if not 0 < percent <= 100:
+            where = f" for {key}" if key else ""
+            raise ConfigError(f"invalid size '{text}'{where} (a percentage of physical "
+                              "memory must be above 0% and at most 100%)")
+        return int(physical_memory_bytes() * percent / 100)
+    return parse_memory_size(text, key)

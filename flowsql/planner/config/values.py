@@ -16,7 +16,11 @@ from typing import Any
 
 from flowsql.errors import ConfigError
 from flowsql.planner.config.time_zone import parse_time_zone
-from flowsql.planner.config.units import parse_duration_ms, parse_memory_size
+from flowsql.planner.config.units import (
+    parse_duration_ms,
+    parse_memory_budget,
+    parse_memory_size,
+)
 
 
 def _string(text: str, key: str) -> str:
@@ -72,6 +76,9 @@ NUMBER = ValueKind("number", _number)
 DURATION = ValueKind("duration", parse_duration_ms)
 #: bytes (see ``units.parse_memory_size``)
 MEMORY_SIZE = ValueKind("memory size", parse_memory_size)
+#: bytes: a memory size, or ``N%`` of this machine's physical memory (see
+#: ``units.parse_memory_budget``)
+MEMORY_BUDGET = ValueKind("memory size or % of physical memory", parse_memory_budget)
 #: one character; the two characters ``\\t`` mean a tab
 CHARACTER = ValueKind("character", _character)
 #: a comma-separated list of names, as a tuple (empty entries dropped)
@@ -139,5 +146,6 @@ class Option:
         return None if self.default is None else self.parse(self.default)
 
     def _bound(self, bound: int) -> str:
-        unit = {"duration": " ms", "memory size": " bytes"}.get(self.kind.name, "")
+        unit = " bytes" if self.kind.name.startswith("memory size") else (
+            " ms" if self.kind.name == "duration" else "")
         return f"{bound}{unit}"

@@ -45,6 +45,7 @@ from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
+from flowsql.runtime.spill.spill_space import SpillSpace, parse_tmp_dirs
 
 _T = TypeVar("_T")
 
@@ -57,9 +58,10 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     settings = dict(context.settings)
     parallelism = int(config["parallelism"])
     sink = StageOutput(context, plan)
+    spill = SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs")), tag=f"task{context.subtask}")
     try:
         budget = SettingValues(settings).memory_size("execution.memory-budget")
-        pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget))
+        pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget), spill)
         if config.get("profile"):
             pipeline.profile = Profile()
         rows = 0
@@ -71,6 +73,8 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     except BaseException:
         sink.abort(f"task {context.task_id} failed")
         raise
+    finally:
+        spill.cleanup()
     if pipeline.profile is not None:
         return {"rows": rows, "operators": pipeline.profile.report(plan, config["operator_ids"])}
     return {"rows": rows}
@@ -141,11 +145,12 @@ class _Pipeline:
     """Pull-based operator tree of one subtask (see :mod:`flowsql.runtime.pull_loop`)."""
 
     def __init__(self, context: TaskContext, settings: dict[str, str], parallelism: int,
-                 memory: MemoryBudget) -> None:
+                 memory: MemoryBudget, spill: SpillSpace) -> None:
         self.task = context
         self.settings = settings
         self.parallelism = parallelism
         self.memory = memory
+        self.spill = spill
         self.next_id = 0
         self.channels = input_channels(context.config)
         self.profile: Profile | None = None
@@ -166,7 +171,7 @@ class _Pipeline:
                  f"{self.task.subtask} of {self.parallelism} of {self.task.name}")
         operator = _guarded(label, self._operator, node)
         context = OperatorContext(name=label, settings=self.settings, memory=self.memory,
-                                  subtask_index=self.task.subtask,
+                                  spill=self.spill, subtask_index=self.task.subtask,
                                   parallelism=self.parallelism)
         batches = pull(node, operator, context, _guarded, self.run)
         yield from batches if self.profile is None else self.profile.timed(node, batches)
