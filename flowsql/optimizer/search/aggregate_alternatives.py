@@ -4,6 +4,11 @@
   the group columns, or on one subtask) -- asked of the input's group, so a join below
   partitioned on a group key serves it;
 * a hash exchange on the group keys, then the aggregate (the enforcer of the above);
+* a sort aggregate (group keys that are plain columns): as in place, with the input also
+  sorted ascending on the group keys -- free when a sort or merge join below delivers that
+  order; no hash table, and its output is sorted on the group fields. It reduces each
+  group with the hash aggregate's own machinery, so it runs every aggregate the hash one
+  does (user-defined ones included);
 * split: a partial aggregate on every subtask, an exchange on the group keys (a gather
   for a global aggregate), and the final aggregate (``aggregate_split``), for aggregates
   that decompose.
@@ -16,11 +21,17 @@ from collections.abc import Iterator
 from flowsql.optimizer.search.aggregate_split import split_aggregate, splittable
 from flowsql.optimizer.search.enforcers import exchange
 from flowsql.optimizer.search.memo import Memo
-from flowsql.optimizer.search.requirements import SINGLE_INPUT, SPREAD_INPUT, Required, hashed
+from flowsql.optimizer.search.requirements import (
+    SINGLE_INPUT,
+    SPREAD_INPUT,
+    Required,
+    ascending_on,
+    hashed,
+)
 from flowsql.optimizer.search.winner import Winner
 from flowsql.planner.expressions import ColumnRef
-from flowsql.planner.physical import ExchangeExec, HashAggregateExec
-from flowsql.planner.properties import ANY, SINGLE, Distribution
+from flowsql.planner.physical import ExchangeExec, HashAggregateExec, SortAggregateExec
+from flowsql.planner.properties import ANY, SINGLE, Distribution, Ordering, OrderKey
 
 
 def renamed(delivered: Distribution, mapping: dict[int, int]) -> Distribution:
@@ -43,6 +54,7 @@ def aggregate_alternatives(memo: Memo, node: HashAggregateExec, required: Requir
         child = memo.need(node.input, hashed(node.group_exprs))
         yield costing.on_top(node.with_inputs((child.plan,)), (child,),
                              _in_place_output(node, child), "aggregate over grouped input")
+        yield from _sort_aggregate(memo, node)
     if costing.parallelism <= 1 or not splittable(node):
         return
     spread = memo.best(node.input, SPREAD_INPUT)
@@ -62,7 +74,7 @@ def aggregate_alternatives(memo: Memo, node: HashAggregateExec, required: Requir
     yield Winner(top.plan, delivered, top.cost, "partial/final aggregate")
 
 
-def _in_place_output(node: HashAggregateExec, child: Winner) -> Distribution:
+def _in_place_output(node: HashAggregateExec | SortAggregateExec, child: Winner) -> Distribution:
     """What an aggregate delivers over an input that has its groups together."""
     to_output = {e.cid: f.cid for e, f in zip(node.group_exprs, node.group_fields)
                  if isinstance(e, ColumnRef)}
@@ -74,3 +86,15 @@ def _in_place_output(node: HashAggregateExec, child: Winner) -> Distribution:
     if isinstance(plan, ExchangeExec) and plan.kind == "hash" and plan.keys == node.group_exprs:
         return Distribution.hash(tuple(f.cid for f in node.group_fields))
     return renamed(delivered, to_output)
+
+
+def _sort_aggregate(memo: Memo, node: HashAggregateExec) -> Iterator[Winner]:
+    ordering = ascending_on(node.group_exprs)
+    if ordering is None:
+        return
+    child = memo.need(node.input, hashed(node.group_exprs).sorted_on(ordering))
+    aggregate = SortAggregateExec(child.plan, node.group_exprs, node.group_fields, node.aggs,
+                                  node.agg_fields, node.est_rows)
+    order = Ordering(tuple(OrderKey(f.cid) for f in node.group_fields))
+    yield memo.costing.on_top(aggregate, (child,), _in_place_output(node, child),
+                              "sort aggregate over grouped input", order)

@@ -18,6 +18,7 @@ from flowsql.optimizer.search.memo import Memo
 from flowsql.optimizer.search.ordered_alternatives import (
     cut_alternatives,
     on_one_subtask,
+    sort_alternatives,
     window_alternatives,
 )
 from flowsql.optimizer.search.requirements import Required
@@ -36,6 +37,7 @@ from flowsql.planner.physical import (
     PhysicalPlan,
     ProjectExec,
     SetOpExec,
+    SortExec,
     TableScanExec,
     TopNExec,
     WindowExec,
@@ -64,6 +66,8 @@ def alternatives(memo: Memo, node: PhysicalPlan, required: Required) -> Iterator
         yield from aggregate_alternatives(memo, node, required)
     elif isinstance(node, (TopNExec, LimitExec)):
         yield from cut_alternatives(memo, node, required)
+    elif isinstance(node, SortExec):
+        yield from sort_alternatives(memo, node, required)
     elif isinstance(node, WindowExec):
         yield from window_alternatives(memo, node, required)
     elif isinstance(node, SetOpExec):

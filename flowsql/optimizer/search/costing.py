@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from flowsql.optimizer.cost import Cost, CostConstants, OperatorContext, operator_cost
 from flowsql.optimizer.search.winner import Winner
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.planner.properties import BROADCAST, SINGLE, Distribution
+from flowsql.planner.properties import BROADCAST, SINGLE, UNORDERED, Distribution, Ordering
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class Costing:
         return 1.0 / self.parallelism
 
     def on_top(self, node: PhysicalPlan, inputs: tuple[Winner, ...], delivered: Distribution,
-               label: str = "") -> Winner:
-        """``node`` (already over the inputs' plans) delivering ``delivered``, costing its
-        own work plus its inputs'."""
+               label: str = "", order: Ordering = UNORDERED) -> Winner:
+        """``node`` (already over the inputs' plans) delivering ``delivered`` (its rows in
+        ``order``), costing its own work plus its inputs'."""
         context = OperatorContext(self.constants,
                                   tuple(self.share(w.delivered) for w in inputs),
                                   self.share(delivered), self.memory_budget)
         own = operator_cost(node, context)
         self.notes[id(node)] = (node, own, delivered)
-        return Winner(node, delivered, sum((w.cost for w in inputs), Cost()) + own, label)
+        return Winner(node, delivered, sum((w.cost for w in inputs), Cost()) + own, label, order)

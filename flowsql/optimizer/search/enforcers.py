@@ -7,6 +7,9 @@ requires, and only then (a plan that already meets the requirement is returned a
 * ``hash``: a hash exchange on the required keys; it delivers a hash on their column ids
   when every key is a plain column (else no nameable distribution, which only the consumer
   directly above it may rely on).
+
+A required ordering the plan does not deliver is met by a sort (``SortExec``) over it,
+above any exchange (an exchange keeps no order), so each subtask sorts its own rows.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 from flowsql.optimizer.search.costing import Costing
 from flowsql.optimizer.search.requirements import Required
 from flowsql.optimizer.search.winner import Winner
-from flowsql.planner.expressions import Expr
-from flowsql.planner.physical import ExchangeExec
+from flowsql.planner.expressions import ColumnRef, Expr, SortKey
+from flowsql.planner.physical import ExchangeExec, SortExec
 from flowsql.planner.properties import ANY, BROADCAST, SINGLE, Distribution
 
 
@@ -36,8 +39,26 @@ def exchange(costing: Costing, winner: Winner, kind: str, keys: tuple[Expr, ...]
 
 
 def enforce(costing: Costing, winner: Winner, required: Required) -> Winner | None:
-    """``winner`` meeting ``required``, behind an exchange when it does not already;
-    None when no exchange can make it (a broadcast plan is never re-spread)."""
+    """``winner`` meeting ``required``: behind an exchange when it does not deliver the
+    distribution, under a sort when it does not deliver the ordering; None when no
+    exchange can make it (a broadcast plan is never re-spread)."""
+    distributed = _distribute(costing, winner, required)
+    if distributed is None or distributed.order.satisfies(required.ordering):
+        return distributed
+    return sort(costing, distributed, required)
+
+
+def sort(costing: Costing, winner: Winner, required: Required) -> Winner:
+    """``winner`` under a sort on ``required``'s ordering (its column ids named from the
+    plan's schema)."""
+    columns = {f.cid: f for f in winner.plan.schema}
+    keys = tuple(SortKey(ColumnRef(k.cid, columns[k.cid].name, columns[k.cid].dtype),
+                         k.ascending, k.nulls_first) for k in required.ordering.keys)
+    node = SortExec(winner.plan, keys, winner.plan.est_rows)
+    return costing.on_top(node, (winner,), winner.delivered, winner.label, required.ordering)
+
+
+def _distribute(costing: Costing, winner: Winner, required: Required) -> Winner | None:
     if required.met_by(winner.plan, winner.delivered):
         return winner
     if winner.delivered == BROADCAST:

@@ -12,6 +12,11 @@ A hash join (equality keys) builds either input, and runs
   ``optimizer.broadcast-threshold-rows`` is never broadcast (every subtask would hold all
   of it); below that the cost decides.
 
+A sort-merge join (equality keys that are plain columns; not a mark or NOT IN join) asks
+both inputs for their rows sorted ascending on its keys -- on one subtask, or partitioned
+as the hash join's all-keys variant -- and needs no hash table; its output keeps the left
+input's order, which an ORDER BY or a sort aggregate on the same keys above reuses.
+
 A nested-loop join (no equality keys) runs on one subtask or broadcasts a side it may
 replicate. Never replicated: a side whose unmatched rows the join emits, since every
 subtask would emit them.
@@ -27,12 +32,18 @@ from flowsql.optimizer.search.requirements import (
     SINGLE_INPUT,
     SPREAD_INPUT,
     Required,
+    ascending_on,
     hashed,
 )
 from flowsql.optimizer.search.winner import Winner
 from flowsql.planner.expressions import ColumnRef, Expr
-from flowsql.planner.physical import HashJoinExec, NestedLoopJoinExec
-from flowsql.planner.properties import ANY, SINGLE, Distribution
+from flowsql.planner.physical import HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec
+from flowsql.planner.properties import ANY, SINGLE, UNORDERED, Distribution
+
+#: join kinds the sort-merge join runs
+MERGE_KINDS = ("inner", "left", "right", "full", "semi", "anti")
+#: kinds whose output is sorted on the left keys (outer rows of the right side are not)
+_KEEPS_LEFT_ORDER = ("inner", "left", "semi", "anti")
 
 #: on equal costs the first wins: the right side, as the runtime has always built it
 BUILD_SIDES = ("right", "left")
@@ -103,6 +114,31 @@ def hash_join_alternatives(memo: Memo, node: HashJoinExec, required: Required
                 yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right),
                                      delivered, f"{tag} partitioned on [{keys}]")
         yield from _broadcasts(memo, join, tag)
+    yield from merge_join_alternatives(memo, node)
+
+
+def merge_join_alternatives(memo: Memo, node: HashJoinExec) -> Iterator[Winner]:
+    """The sort-merge join of an equi-join it can run (see the module docstring)."""
+    left_order, right_order = ascending_on(node.left_keys), ascending_on(node.right_keys)
+    if (node.mark is not None or node.null_aware or node.kind not in MERGE_KINDS
+            or left_order is None or right_order is None):
+        return
+    costing = memo.costing
+    join = SortMergeJoinExec(node.left, node.right, node.kind, node.left_keys, node.right_keys,
+                             node.residual, node.est_rows)
+    order = left_order if node.kind in _KEEPS_LEFT_ORDER else UNORDERED
+    left = memo.need(node.left, SINGLE_INPUT.sorted_on(left_order))
+    right = memo.need(node.right, SINGLE_INPUT.sorted_on(right_order))
+    yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right), SINGLE,
+                         "merge join on one subtask", order)
+    if costing.parallelism <= 1:
+        return
+    left = memo.need(node.left, hashed(node.left_keys, exact=True).sorted_on(left_order))
+    right = memo.need(node.right, hashed(node.right_keys, exact=True).sorted_on(right_order))
+    delivered = partitioned_output(node.kind, left.delivered, right.delivered)
+    keys = ", ".join(str(k) for k in node.left_keys)
+    yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right), delivered,
+                         f"merge join partitioned on [{keys}]", order)
 
 
 def nested_loop_alternatives(memo: Memo, node: NestedLoopJoinExec, required: Required

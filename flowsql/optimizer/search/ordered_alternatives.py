@@ -1,7 +1,12 @@
 """Physical alternatives of operators that need rows together: a sort and an unpartitioned
 window need all rows on one subtask; a Top-N or LIMIT either runs on one subtask or cuts
 every subtask's rows to ``limit + offset`` first and gathers what is left; a window with
-one PARTITION BY needs each partition on one subtask."""
+one PARTITION BY needs each partition on one subtask.
+
+An ORDER BY on columns (a ``SortExec`` whose keys are plain columns) is a requirement on
+its input rather than an operator of its own: its input's group is asked for all rows on
+one subtask in that order, so a sort the search placed below (for a merge join or a sort
+aggregate on the same keys) serves it, and only an input not in that order gets a sort."""
 
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ from flowsql.optimizer.search.requirements import (
     hashed,
 )
 from flowsql.optimizer.search.winner import Winner
-from flowsql.planner.physical import LimitExec, PhysicalPlan, TopNExec, WindowExec
-from flowsql.planner.properties import ANY, SINGLE
+from flowsql.planner.expressions import ColumnRef
+from flowsql.planner.physical import LimitExec, PhysicalPlan, SortExec, TopNExec, WindowExec
+from flowsql.planner.properties import ANY, SINGLE, Ordering, OrderKey
 
 
 def on_one_subtask(memo: Memo, node: PhysicalPlan, required: Required) -> Iterator[Winner]:
@@ -61,3 +67,13 @@ def window_alternatives(memo: Memo, node: WindowExec, required: Required) -> Ite
     child = memo.need(node.input, wanted)
     yield memo.costing.on_top(node.with_inputs((child.plan,)), (child,), child.delivered,
                               "window over partitioned input")
+
+
+def sort_alternatives(memo: Memo, node: SortExec, required: Required) -> Iterator[Winner]:
+    """The input on one subtask in the sort's order (see the module docstring)."""
+    if not all(isinstance(k.expr, ColumnRef) for k in node.keys):
+        yield from on_one_subtask(memo, node, required)
+        return
+    ordering = Ordering(tuple(OrderKey(k.expr.cid, k.ascending, k.nulls_first)
+                              for k in node.keys if isinstance(k.expr, ColumnRef)))
+    yield memo.need(node.input, SINGLE_INPUT.sorted_on(ordering))

@@ -16,6 +16,11 @@ function of corresponding keys:
   delivered key set within the column ids of the keys that are plain columns, one
   subtask, or a hash exchange on the keys.
 * ``broadcast``: every subtask holds all rows (only a broadcast exchange delivers it).
+
+Besides its distribution a requirement may name an ``ordering`` each subtask's rows must
+arrive in (a merge join's or sort aggregate's keys, an ORDER BY's): an interesting
+property like the distribution, so the best plan is kept per (group, distribution,
+ordering) and a sort placed for one consumer serves the next.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ from dataclasses import dataclass
 
 from flowsql.planner.expressions import ColumnRef, Expr
 from flowsql.planner.physical import ExchangeExec, PhysicalPlan
-from flowsql.planner.properties import BROADCAST, SINGLE, Distribution
+from flowsql.planner.properties import (
+    BROADCAST,
+    SINGLE,
+    UNORDERED,
+    Distribution,
+    Ordering,
+    OrderKey,
+)
 
 
 @dataclass(frozen=True)
@@ -34,12 +46,24 @@ class Required:
     kind: str
     keys: tuple[Expr, ...] = ()
     exact: bool = False
+    #: the order each subtask's rows must arrive in (UNORDERED: any)
+    ordering: Ordering = UNORDERED
 
     def __str__(self) -> str:
+        sorted_on = f" {self.ordering}" if self.ordering.keys else ""
         if self.kind != "hash":
-            return self.kind
+            return self.kind + sorted_on
         keys = ", ".join(str(k) for k in self.keys)
-        return f"hash{'=' if self.exact else ''}({keys})"
+        return f"hash{'=' if self.exact else ''}({keys}){sorted_on}"
+
+    def sorted_on(self, ordering: Ordering) -> Required:
+        """This requirement, with rows also arriving in ``ordering``."""
+        return Required(self.kind, self.keys, self.exact, ordering)
+
+    @property
+    def distribution_only(self) -> Required:
+        """This requirement without its ordering."""
+        return Required(self.kind, self.keys, self.exact)
 
     @property
     def key_ids(self) -> tuple[int, ...] | None:
@@ -48,7 +72,8 @@ class Required:
         return ids if len(ids) == len(self.keys) else None
 
     def met_by(self, plan: PhysicalPlan, delivered: Distribution) -> bool:
-        """Whether ``plan``, delivering ``delivered``, meets this requirement."""
+        """Whether ``plan``, delivering ``delivered``, meets this requirement's
+        distribution (the ordering is checked by the enforcer)."""
         if self.kind == "any":
             return True
         if self.kind == "single":
@@ -76,3 +101,11 @@ BROADCAST_INPUT = Required("broadcast")
 
 def hashed(keys: tuple[Expr, ...], exact: bool = False) -> Required:
     return Required("hash", keys, exact)
+
+
+def ascending_on(keys: tuple[Expr, ...]) -> Ordering | None:
+    """The order a merge join or sort aggregate requires of keys (ascending, NULLS LAST),
+    when every key is a plain column (else None: no nameable order)."""
+    if not all(isinstance(k, ColumnRef) for k in keys):
+        return None
+    return Ordering(tuple(OrderKey(k.cid) for k in keys if isinstance(k, ColumnRef)))

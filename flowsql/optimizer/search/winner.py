@@ -6,18 +6,20 @@ from dataclasses import dataclass
 
 from flowsql.optimizer.cost import Cost
 from flowsql.planner.physical import PhysicalPlan
-from flowsql.planner.properties import Distribution
+from flowsql.planner.properties import UNORDERED, Distribution, Ordering
 
 
 @dataclass(frozen=True)
 class Winner:
     """``plan`` delivers ``delivered`` and costs ``cost`` (its whole subtree);
-    ``label`` names the alternative it came from (for EXPLAIN MEMO)."""
+    ``label`` names the alternative it came from (for EXPLAIN MEMO); ``order``: the order
+    each subtask's rows come out in."""
 
     plan: PhysicalPlan
     delivered: Distribution
     cost: Cost
     label: str = ""
+    order: Ordering = UNORDERED
 
 
 @dataclass(frozen=True)
