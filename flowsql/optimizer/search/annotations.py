@@ -11,7 +11,9 @@ from flowsql.planner.physical import (
     LimitExec,
     PhysicalPlan,
     ProjectExec,
+    SortAggregateExec,
     SortExec,
+    SortMergeJoinExec,
     TopNExec,
 )
 from flowsql.planner.properties import Distribution
@@ -75,10 +77,17 @@ def _distribution(delivered: Distribution, names: dict[int, str]) -> str:
 
 
 def _order(node: PhysicalPlan, below: tuple[SortKey, ...]) -> tuple[SortKey, ...]:
-    """The order ``node``'s output keeps: a sort's or Top-N's keys; a filter, LIMIT or a
-    projection passing the sorted columns through keeps its input's; anything else none."""
+    """The order ``node``'s output keeps: a sort's or Top-N's keys; a sort aggregate's group
+    fields; a merge join's left keys when it emits only matched or left rows; a filter,
+    LIMIT or a projection passing the sorted columns through keeps its input's; anything
+    else none."""
     if isinstance(node, (SortExec, TopNExec)):
         return node.keys
+    if isinstance(node, SortAggregateExec):
+        return tuple(SortKey(ColumnRef(f.cid, f.name, f.dtype)) for f in node.group_fields)
+    if isinstance(node, SortMergeJoinExec):
+        keeps = node.kind in ("inner", "left", "semi", "anti")
+        return tuple(SortKey(k) for k in node.left_keys) if keeps else ()
     if isinstance(node, (FilterExec, LimitExec)):
         return below
     if isinstance(node, ProjectExec) and below:
