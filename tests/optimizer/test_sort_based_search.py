@@ -15,10 +15,12 @@ from flowsql.planner.physical import (
     ExchangeExec,
     HashAggregateExec,
     HashJoinExec,
+    LimitExec,
     PhysicalPlan,
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
+    TopNExec,
 )
 from flowsql.session import Session
 from flowsql.session.execute.planning import plan_query
@@ -109,3 +111,17 @@ def test_explain_verbose_shows_the_merge_joins_order(tpch_dir: Path) -> None:
         text = s.sql("EXPLAIN VERBOSE " + SORTED_JOIN).plan_text
     join = next(line for line in text.splitlines() if "SortMergeJoin" in line)
     assert "order=[k ASC NULLS LAST]" in join
+
+
+def test_top_n_over_a_merge_join_on_its_keys_is_a_limit(session: Session,
+                                                        duckdb_tpch) -> None:  # type: ignore[no-untyped-def]
+    sql = SORTED_JOIN + " LIMIT 7"
+    plan = _plan(session, sql)
+    if _parallelism(session) == 1:
+        assert count_nodes(plan, TopNExec) == 0
+        assert count_nodes(plan, LimitExec) == 1
+        assert count_nodes(plan, SortExec) == 2
+    actual = session.sql(sql).to_arrow()
+    expected = duckdb_tpch.sql(sql).to_arrow_table()
+    # ties on k may pick different rows: the keys, in order, must agree
+    assert actual.column("k").to_pylist() == expected.column("k").to_pylist()

@@ -6,7 +6,8 @@ one PARTITION BY needs each partition on one subtask.
 An ORDER BY on columns (a ``SortExec`` whose keys are plain columns) is a requirement on
 its input rather than an operator of its own: its input's group is asked for all rows on
 one subtask in that order, so a sort the search placed below (for a merge join or a sort
-aggregate on the same keys) serves it, and only an input not in that order gets a sort."""
+aggregate on the same keys) serves it, and only an input not in that order gets a sort.
+A Top-N on columns may likewise become a LIMIT over an input already in its order."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def on_one_subtask(memo: Memo, node: PhysicalPlan, required: Required) -> Iterat
 def cut_alternatives(memo: Memo, node: TopNExec | LimitExec, required: Required
                      ) -> Iterator[Winner]:
     yield from on_one_subtask(memo, node, required)
+    if isinstance(node, TopNExec):
+        yield from _limit_over_ordered_input(memo, node)
     if memo.costing.parallelism <= 1:
         return
     spread = memo.best(node.input, SPREAD_INPUT)
@@ -69,11 +72,32 @@ def window_alternatives(memo: Memo, node: WindowExec, required: Required) -> Ite
                               "window over partitioned input")
 
 
+def _ordering(node: SortExec | TopNExec) -> Ordering | None:
+    """The sort keys as an ordering of column ids, when every key is a plain column."""
+    if not all(isinstance(k.expr, ColumnRef) for k in node.keys):
+        return None
+    return Ordering(tuple(OrderKey(k.expr.cid, k.ascending, k.nulls_first)
+                          for k in node.keys if isinstance(k.expr, ColumnRef)))
+
+
+def _limit_over_ordered_input(memo: Memo, node: TopNExec) -> Iterator[Winner]:
+    """A Top-N whose input, on one subtask, already delivers its order -- a merge join or
+    sort aggregate on its keys, say -- is a LIMIT over it (the cost picks it only when the
+    order comes cheaper than the Top-N's heap)."""
+    ordering = _ordering(node)
+    if ordering is None:
+        return
+    child = memo.need(node.input, SINGLE_INPUT.sorted_on(ordering))
+    if isinstance(child.plan, SortExec) and child.plan.keys == node.keys:
+        return  # a full sort just for this: the Top-N alone is cheaper
+    limit = LimitExec(child.plan, node.limit, node.offset, node.est_rows)
+    yield memo.costing.on_top(limit, (child,), SINGLE, "limit over ordered input", ordering)
+
+
 def sort_alternatives(memo: Memo, node: SortExec, required: Required) -> Iterator[Winner]:
     """The input on one subtask in the sort's order (see the module docstring)."""
-    if not all(isinstance(k.expr, ColumnRef) for k in node.keys):
+    ordering = _ordering(node)
+    if ordering is None:
         yield from on_one_subtask(memo, node, required)
         return
-    ordering = Ordering(tuple(OrderKey(k.expr.cid, k.ascending, k.nulls_first)
-                              for k in node.keys if isinstance(k.expr, ColumnRef)))
     yield memo.need(node.input, SINGLE_INPUT.sorted_on(ordering))
