@@ -45,6 +45,9 @@ def enforce(costing: Costing, winner: Winner, required: Required) -> Winner | No
     distributed = _distribute(costing, winner, required)
     if distributed is None or distributed.order.satisfies(required.ordering):
         return distributed
+    columns = {f.cid for f in winner.plan.schema}
+    if not all(k.cid in columns for k in required.ordering.keys):
+        return None  # an order on columns this plan does not have
     return sort(costing, distributed, required)
 
 

@@ -21,6 +21,9 @@ from flowsql.planner.properties import Ordering, OrderKey
 
 def passthrough_alternatives(memo: Memo, node: PhysicalPlan, required: Required
                              ) -> Iterator[Winner]:
+    columns = {f.cid for f in node.inputs[0].schema}
+    if not all(k.cid in columns for k in required.ordering.keys):
+        required = required.distribution_only  # sorted above the node, on what it adds
     for wanted in dict.fromkeys((required, ANY_INPUT)):
         child = memo.best(node.inputs[0], wanted)
         if child is not None:
