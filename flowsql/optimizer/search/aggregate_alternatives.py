@@ -90,7 +90,7 @@ def _in_place_output(node: HashAggregateExec | SortAggregateExec, child: Winner)
 
 def _sort_aggregate(memo: Memo, node: HashAggregateExec) -> Iterator[Winner]:
     ordering = ascending_on(node.group_exprs)
-    if ordering is None or any(a.function is not None for a in node.aggs):
+    if ordering is None or not memo.costing.sort_based or any(a.function is not None for a in node.aggs):
         return  # a user-defined aggregate's errors name its group as the hash one does
     child = memo.need(node.input, hashed(node.group_exprs).sorted_on(ordering))
     aggregate = SortAggregateExec(child.plan, node.group_exprs, node.group_fields, node.aggs,

@@ -24,6 +24,9 @@ class Costing:
     #: most estimated rows of a side a join may broadcast (``optimizer.broadcast-threshold-
     #: rows`` times ten: below it the cost decides)
     broadcast_limit: float = float("inf")
+    #: whether merge joins and sort aggregates are alternatives (not on Spark, which
+    #: plans its own)
+    sort_based: bool = True
     #: per node built: (the node, its own cost, what it delivers), for EXPLAIN
     notes: dict[int, tuple[PhysicalPlan, Cost, Distribution]] = field(
         default_factory=dict, compare=False, repr=False)

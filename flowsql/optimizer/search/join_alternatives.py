@@ -120,7 +120,7 @@ def hash_join_alternatives(memo: Memo, node: HashJoinExec, required: Required
 def merge_join_alternatives(memo: Memo, node: HashJoinExec) -> Iterator[Winner]:
     """The sort-merge join of an equi-join it can run (see the module docstring)."""
     left_order, right_order = ascending_on(node.left_keys), ascending_on(node.right_keys)
-    if (node.mark is not None or node.null_aware or node.kind not in MERGE_KINDS
+    if (not memo.costing.sort_based or node.mark is not None or node.null_aware or node.kind not in MERGE_KINDS
             or left_order is None or right_order is None):
         return
     costing = memo.costing

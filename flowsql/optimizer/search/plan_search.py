@@ -57,7 +57,8 @@ def search_physical_plan(plan: PhysicalPlan, settings: dict[str, str]) -> Search
     constants = load_constants(engine)
     budget = float(values.memory_size("execution.memory-budget"))
     workers = 1 if engine == "spark" else values.integer("parallelism.default")
-    serial_memo = Memo(Costing(constants, 1, budget), alternatives)
+    serial_memo = Memo(Costing(constants, 1, budget, sort_based=engine != "spark"),
+                       alternatives)
     serial = serial_memo.need(plan, SINGLE_INPUT)
     serial_notes = serial_memo.costing.notes
     if workers <= 1:
