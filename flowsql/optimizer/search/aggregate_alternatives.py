@@ -4,9 +4,12 @@
   the group columns, or on one subtask) -- asked of the input's group, so a join below
   partitioned on a group key serves it;
 * a hash exchange on the group keys, then the aggregate (the enforcer of the above);
-* a sort aggregate (group keys that are plain columns): as in place, with the input also
-  sorted ascending on the group keys -- free when a sort or merge join below delivers that
-  order; no hash table, and its output is sorted on the group fields. It reduces each
+* a sort aggregate (group keys that are plain columns): as in place, over an input whose
+  own plan delivers its rows sorted ascending on the group keys (a subquery's ORDER BY, a
+  merge join or sort aggregate below on the same keys) -- never over a sort placed for it,
+  which costs more than a hash table wherever the groups are few (TPC-H Q1, Q4) and the
+  estimates cannot tell where they are not; no hash table, and its output is sorted on the
+  group fields. It reduces each
   group with the hash aggregate's own machinery, so it runs every aggregate the hash one
   does (user-defined ones included);
 * split: a partial aggregate on every subtask, an exchange on the group keys (a gather
@@ -92,7 +95,9 @@ def _sort_aggregate(memo: Memo, node: HashAggregateExec) -> Iterator[Winner]:
     ordering = ascending_on(node.group_exprs)
     if ordering is None or not memo.costing.sort_based or any(a.function is not None for a in node.aggs):
         return  # a user-defined aggregate's errors name its group as the hash one does
-    child = memo.need(node.input, hashed(node.group_exprs).sorted_on(ordering))
+    child = memo.best(node.input, hashed(node.group_exprs).delivered_on(ordering))
+    if child is None:
+        return  # no plan of the input delivers the order: sorting for it loses to hashing
     aggregate = SortAggregateExec(child.plan, node.group_exprs, node.group_fields, node.aggs,
                                   node.agg_fields, node.est_rows)
     order = Ordering(tuple(OrderKey(f.cid) for f in node.group_fields))

@@ -9,7 +9,9 @@ requires, and only then (a plan that already meets the requirement is returned a
   directly above it may rely on).
 
 A required ordering the plan does not deliver is met by a sort (``SortExec``) over it,
-above any exchange (an exchange keeps no order), so each subtask sorts its own rows.
+above any exchange (an exchange keeps no order), so each subtask sorts its own rows --
+unless the requirement forbids a sort placed for it (``Required.sort_allowed``): then the
+plan does not qualify.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def enforce(costing: Costing, winner: Winner, required: Required) -> Winner | No
     distributed = _distribute(costing, winner, required)
     if distributed is None or distributed.order.satisfies(required.ordering):
         return distributed
+    if not required.sort_allowed:
+        return None  # the order must come from the plan itself
     columns = {f.cid for f in winner.plan.schema}
     if not all(k.cid in columns for k in required.ordering.keys):
         return None  # an order on columns this plan does not have

@@ -15,7 +15,10 @@ A hash join (equality keys) builds either input, and runs
 A sort-merge join (equality keys that are plain columns; not a mark or NOT IN join) asks
 both inputs for their rows sorted ascending on its keys -- on one subtask, or partitioned
 as the hash join's all-keys variant -- and needs no hash table; its output keeps the left
-input's order, which an ORDER BY or a sort aggregate on the same keys above reuses.
+input's order, which an ORDER BY, a Top-N or a sort aggregate on the same keys above
+reuses. The inputs must deliver that order themselves, unless the join's order meets an
+ordering required above it: only then are sorts placed below the join, since they serve
+the consumer above too (the sorts a lone merge join needs cost more than a hash table).
 
 A nested-loop join (no equality keys) runs on one subtask or broadcasts a side it may
 replicate. Never replicated: a side whose unmatched rows the join emits, since every
@@ -38,7 +41,7 @@ from flowsql.optimizer.search.requirements import (
 from flowsql.optimizer.search.winner import Winner
 from flowsql.planner.expressions import ColumnRef, Expr
 from flowsql.planner.physical import HashJoinExec, NestedLoopJoinExec, SortMergeJoinExec
-from flowsql.planner.properties import ANY, SINGLE, UNORDERED, Distribution
+from flowsql.planner.properties import ANY, SINGLE, UNORDERED, Distribution, Ordering
 
 #: join kinds the sort-merge join runs
 MERGE_KINDS = ("inner", "left", "right", "full", "semi", "anti")
@@ -114,31 +117,52 @@ def hash_join_alternatives(memo: Memo, node: HashJoinExec, required: Required
                 yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right),
                                      delivered, f"{tag} partitioned on [{keys}]")
         yield from _broadcasts(memo, join, tag)
-    yield from merge_join_alternatives(memo, node)
+    yield from merge_join_alternatives(memo, node, required)
 
 
-def merge_join_alternatives(memo: Memo, node: HashJoinExec) -> Iterator[Winner]:
+def merge_join_alternatives(memo: Memo, node: HashJoinExec, required: Required
+                            ) -> Iterator[Winner]:
     """The sort-merge join of an equi-join it can run (see the module docstring)."""
     left_order, right_order = ascending_on(node.left_keys), ascending_on(node.right_keys)
-    if (not memo.costing.sort_based or node.mark is not None or node.null_aware or node.kind not in MERGE_KINDS
-            or left_order is None or right_order is None):
+    if (not memo.costing.sort_based or node.mark is not None or node.null_aware
+            or node.kind not in MERGE_KINDS or left_order is None or right_order is None):
         return
     costing = memo.costing
     join = SortMergeJoinExec(node.left, node.right, node.kind, node.left_keys, node.right_keys,
                              node.residual, node.est_rows)
     order = left_order if node.kind in _KEEPS_LEFT_ORDER else UNORDERED
-    left = memo.need(node.left, SINGLE_INPUT.sorted_on(left_order))
-    right = memo.need(node.right, SINGLE_INPUT.sorted_on(right_order))
-    yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right), SINGLE,
-                         "merge join on one subtask", order)
-    if costing.parallelism <= 1:
-        return
-    left = memo.need(node.left, hashed(node.left_keys, exact=True).sorted_on(left_order))
-    right = memo.need(node.right, hashed(node.right_keys, exact=True).sorted_on(right_order))
-    delivered = partitioned_output(node.kind, left.delivered, right.delivered)
-    keys = ", ".join(str(k) for k in node.left_keys)
-    yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right), delivered,
-                         f"merge join partitioned on [{keys}]", order)
+    variants = [(SINGLE_INPUT, SINGLE_INPUT, "merge join on one subtask")]
+    if costing.parallelism > 1:
+        keys = ", ".join(str(k) for k in node.left_keys)
+        variants.append((hashed(node.left_keys, exact=True), hashed(node.right_keys, exact=True),
+                         f"merge join partitioned on [{keys}]"))
+    for left_wanted, right_wanted, label in variants:
+        expected = (SINGLE if left_wanted is SINGLE_INPUT else partitioned_output(
+            node.kind, _hashed_on(left_order), _hashed_on(right_order)))
+        may_sort = _order_serves(required, join, expected, order)
+        left = memo.best(node.left, left_wanted.sorted_on(left_order, may_sort))
+        right = memo.best(node.right, right_wanted.sorted_on(right_order, may_sort))
+        if left is None or right is None:
+            continue
+        delivered = (SINGLE if left_wanted is SINGLE_INPUT
+                     else partitioned_output(node.kind, left.delivered, right.delivered))
+        yield costing.on_top(join.with_inputs((left.plan, right.plan)), (left, right),
+                             delivered, label, order)
+
+
+def _hashed_on(order: Ordering) -> Distribution:
+    return Distribution.hash(tuple(k.cid for k in order.keys))
+
+
+def _order_serves(required: Required, join: SortMergeJoinExec, delivered: Distribution,
+                  order: Ordering) -> bool:
+    """Whether the merge join's output, delivering ``delivered`` in ``order``, meets an
+    ordering ``required`` above it with no exchange or sort between: then sorts placed
+    below the join serve two consumers (the join and an ORDER BY, a Top-N or a sort-based
+    operator above) and may be placed; otherwise only inputs that already deliver the
+    keys' order qualify."""
+    return (bool(required.ordering.keys) and order.satisfies(required.ordering)
+            and required.met_by(join, delivered))
 
 
 def nested_loop_alternatives(memo: Memo, node: NestedLoopJoinExec, required: Required

@@ -87,8 +87,8 @@ def _limit_over_ordered_input(memo: Memo, node: TopNExec) -> Iterator[Winner]:
     ordering = _ordering(node)
     if ordering is None:
         return
-    child = memo.need(node.input, SINGLE_INPUT.sorted_on(ordering))
-    if isinstance(child.plan, SortExec) and child.plan.keys == node.keys:
+    child = memo.best(node.input, SINGLE_INPUT.delivered_on(ordering))
+    if child is None:
         return  # a full sort just for this: the Top-N alone is cheaper
     limit = LimitExec(child.plan, node.limit, node.offset, node.est_rows)
     yield memo.costing.on_top(limit, (child,), SINGLE, "limit over ordered input", ordering)

@@ -21,6 +21,14 @@ Besides its distribution a requirement may name an ``ordering`` each subtask's r
 arrive in (a merge join's or sort aggregate's keys, an ORDER BY's): an interesting
 property like the distribution, so the best plan is kept per (group, distribution,
 ordering) and a sort placed for one consumer serves the next.
+
+A sort costs more than the hash table it saves whenever the rows are many and the groups
+or matches few, and without ANALYZE the estimates cannot tell which case a query is in. So
+a merge join or sort aggregate asks for its order with ``sort_allowed`` off: the order
+must come from its input's own plan (an ORDER BY in a subquery, a merge join or sort
+aggregate below on the same keys), never from a sort placed just for it. Only an ORDER BY
+(and a consumer whose order an ORDER BY or another sort-based operator above reuses, see
+``join_alternatives``) has a sort placed for it.
 """
 
 from __future__ import annotations
@@ -48,17 +56,28 @@ class Required:
     exact: bool = False
     #: the order each subtask's rows must arrive in (UNORDERED: any)
     ordering: Ordering = UNORDERED
+    #: whether an enforcer may sort the rows into ``ordering`` (False: the input's plan
+    #: must deliver it; see the module docstring)
+    sort_allowed: bool = True
 
     def __str__(self) -> str:
         sorted_on = f" {self.ordering}" if self.ordering.keys else ""
+        if sorted_on and not self.sort_allowed:
+            sorted_on += " delivered"
         if self.kind != "hash":
             return self.kind + sorted_on
         keys = ", ".join(str(k) for k in self.keys)
         return f"hash{'=' if self.exact else ''}({keys}){sorted_on}"
 
-    def sorted_on(self, ordering: Ordering) -> Required:
-        """This requirement, with rows also arriving in ``ordering``."""
-        return Required(self.kind, self.keys, self.exact, ordering)
+    def sorted_on(self, ordering: Ordering, sort_allowed: bool = True) -> Required:
+        """This requirement, with rows also arriving in ``ordering`` (sorted by an
+        enforcer if need be, unless ``sort_allowed`` is False)."""
+        return Required(self.kind, self.keys, self.exact, ordering, sort_allowed)
+
+    def delivered_on(self, ordering: Ordering) -> Required:
+        """This requirement, with rows arriving in ``ordering`` without a sort placed for
+        it (see the module docstring)."""
+        return self.sorted_on(ordering, sort_allowed=False)
 
     @property
     def distribution_only(self) -> Required:

@@ -71,10 +71,10 @@ def _below(node: ProjectExec, required: Required) -> Required | None:
     if len(ordering.keys) < len(required.ordering.keys):  # sorted above the projection
         ordering = Ordering()
     if required.kind != "hash":
-        return required.sorted_on(ordering)
+        return required.sorted_on(ordering, required.sort_allowed)
     keys: list[Expr] = []
     for key in required.keys:
         if not (isinstance(key, ColumnRef) and key.cid in source):
             return None
         keys.append(source[key.cid])
-    return Required("hash", tuple(keys), required.exact, ordering)
+    return Required("hash", tuple(keys), required.exact, ordering, required.sort_allowed)
