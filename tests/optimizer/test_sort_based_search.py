@@ -1,6 +1,8 @@
 """Orderings as interesting properties in the physical search: a sort placed for a merge
 join serves the ORDER BY above it, a GROUP BY over sorted input streams through a sort
-aggregate without a second sort, and without such orders the hash algorithms still win.
+aggregate without a second sort, and without such orders -- a merge join with nothing
+above reusing its order, a GROUP BY over an unsorted input even under an ORDER BY on its
+keys (TPC-H Q1's shape) -- the hash algorithms win.
 Results equal DuckDB's on one subtask and on two (the parallel path forced)."""
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ SORTED_JOIN = ("SELECT a.k, a.v, b.w FROM "
 SORTED_GROUP_BY = ("SELECT l_orderkey, count(*) AS n, sum(l_quantity) AS q FROM "
                    "(SELECT l_orderkey, l_quantity FROM lineitem ORDER BY l_orderkey) "
                    "GROUP BY l_orderkey")
+#: a many-to-many join ordered on its key: sorting both inputs (1600 rows) for a merge join
+#: is cheaper than sorting its 6000 output rows, and the same sorts serve the ORDER BY
+MERGE_SERVES_ORDER_BY = ("SELECT s_nationkey, s_name, c_name FROM supplier JOIN customer "
+                         "ON s_nationkey = c_nationkey ORDER BY s_nationkey")
+#: the same join with no order asked above it: a sort just for a merge join never pays
+MERGE_WITHOUT_ORDER_BY = ("SELECT s_nationkey, s_name, c_name FROM supplier JOIN customer "
+                          "ON s_nationkey = c_nationkey")
+#: TPC-H Q1's shape: GROUP BY and ORDER BY on the same keys over an unsorted scan
+GROUP_BY_ORDER_BY = ("SELECT l_returnflag, l_linestatus, count(*) AS n, sum(l_quantity) AS q "
+                     "FROM lineitem GROUP BY l_returnflag, l_linestatus "
+                     "ORDER BY l_returnflag, l_linestatus")
 #: no input order to reuse: a join and an aggregate on different keys
 UNSORTED = ("SELECT c_nationkey, count(*) AS n FROM customer JOIN orders "
             "ON c_custkey = o_custkey GROUP BY c_nationkey")
@@ -125,3 +138,44 @@ def test_top_n_over_a_merge_join_on_its_keys_is_a_limit(session: Session,
     expected = duckdb_tpch.sql(sql).to_arrow_table()
     # ties on k may pick different rows: the keys, in order, must agree
     assert actual.column("k").to_pylist() == expected.column("k").to_pylist()
+
+
+def test_sorts_placed_for_a_merge_join_serve_the_order_by_above_it(
+        session: Session, duckdb_tpch) -> None:  # type: ignore[no-untyped-def]
+    plan = _plan(session, MERGE_SERVES_ORDER_BY)
+    assert count_nodes(plan, SortMergeJoinExec) == 1
+    assert count_nodes(plan, HashJoinExec) == 0
+    # one sort per input of the join, none above it for the ORDER BY
+    assert count_nodes(plan, SortExec) == 2
+    assert isinstance(_below_exchanges_and_projections(plan), SortMergeJoinExec)
+    actual = session.sql(MERGE_SERVES_ORDER_BY).to_arrow()
+    assert_rows(actual, duckdb_tpch.sql(MERGE_SERVES_ORDER_BY).to_arrow_table())
+    keys = actual.column("s_nationkey").to_pylist()
+    assert keys == sorted(keys)
+
+
+def test_no_sort_is_placed_for_a_merge_join_alone(session: Session,
+                                                  duckdb_tpch) -> None:  # type: ignore[no-untyped-def]
+    plan = _plan(session, MERGE_WITHOUT_ORDER_BY)
+    assert count_nodes(plan, SortMergeJoinExec) == 0
+    assert count_nodes(plan, HashJoinExec) == 1
+    assert count_nodes(plan, SortExec) == 0
+    assert_rows(session.sql(MERGE_WITHOUT_ORDER_BY).to_arrow(),
+                duckdb_tpch.sql(MERGE_WITHOUT_ORDER_BY).to_arrow_table())
+
+
+def test_a_group_by_under_an_order_by_on_its_keys_hashes_then_sorts_the_groups(
+        session: Session, duckdb_tpch) -> None:  # type: ignore[no-untyped-def]
+    """Sorting every input row once for both would look cheaper while the groups are
+    estimated at the input's row count; a sort aggregate needs an order its input
+    delivers, so the hash aggregate runs and only its groups are sorted."""
+    plan = _plan(session, GROUP_BY_ORDER_BY)
+    assert count_nodes(plan, SortAggregateExec) == 0
+    assert count_nodes(plan, HashAggregateExec) >= 1
+    assert count_nodes(plan, SortExec) == 1
+    assert isinstance(plan, SortExec)
+    actual = session.sql(GROUP_BY_ORDER_BY).to_arrow()
+    expected = duckdb_tpch.sql(GROUP_BY_ORDER_BY).to_arrow_table()
+    assert_rows(actual, expected)
+    assert actual.select(["l_returnflag", "l_linestatus"]).to_pylist() == \
+        expected.select(["l_returnflag", "l_linestatus"]).to_pylist()
