@@ -57,7 +57,7 @@ class QueryStatement(Statement):
 @dataclass(frozen=True)
 class ExplainStatement(Statement):
     ast: exp.Expression = field(default=None)  # type: ignore[assignment]
-    mode: str = "plan"  # plan | verbose | pyspark | analyze
+    mode: str = "plan"  # plan | verbose | memo | pyspark | analyze
     #: False for ``EXPLAIN (COSTS OFF)``: the plan's shape without estimated rows
     estimates: bool = True
 
@@ -241,7 +241,7 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
             estimates = tokens[3].text.upper() == "ON"
             tokens = [tokens[0], *tokens[5:]]
             words = _upper_words(tokens, 3)
-        if len(words) > 1 and words[1] in ("VERBOSE", "PYSPARK", "ANALYZE"):
+        if len(words) > 1 and words[1] in ("VERBOSE", "MEMO", "PYSPARK", "ANALYZE"):
             mode, skip = words[1].lower(), 2
             if not estimates and mode != "verbose":
                 raise SqlSyntaxError(f"COSTS OFF does not apply to EXPLAIN {words[1]}",

@@ -58,6 +58,7 @@ def test_create_table_without_columns() -> None:
     ("CREATE VIEW v (x) AS SELECT 1", CreateViewStatement, {"name": "v", "column_names": ("x",)}),
     ("EXPLAIN SELECT 1", ExplainStatement, {"mode": "plan"}),
     ("EXPLAIN VERBOSE SELECT 1", ExplainStatement, {"mode": "verbose"}),
+    ("EXPLAIN MEMO SELECT 1", ExplainStatement, {"mode": "memo"}),
     ("EXPLAIN PLAN FOR SELECT 1", ExplainStatement, {"mode": "plan"}),
 ])
 def test_statement_kinds(text: str, kind: type, attrs: dict) -> None:

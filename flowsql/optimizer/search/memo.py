@@ -18,7 +18,7 @@ from flowsql.optimizer.search.costing import Costing
 from flowsql.optimizer.search.enforcers import enforce
 from flowsql.optimizer.search.requirements import Required
 from flowsql.optimizer.search.winner import Considered, Winner
-from flowsql.planner.physical import PhysicalPlan
+from flowsql.planner.physical import ExchangeExec, PhysicalPlan
 
 #: the alternatives of a group: (memo, the group's node, the requirement) -> candidates
 Alternatives = Callable[["Memo", PhysicalPlan, Required], Iterable[Winner]]
@@ -43,14 +43,16 @@ class Memo:
             return self.best_plans[key]
         self.groups[id(node)] = node
         candidates: list[Winner] = []
+        added: list[tuple[str, ...]] = []
         for candidate in self.alternatives(self, node, required):
             enforced = enforce(self.costing, candidate, required)
             if enforced is not None:
                 candidates.append(enforced)
+                added.append(_enforcers(enforced.plan, candidate.plan))
         winner = min(candidates, key=lambda w: w.cost.total, default=None)
         self.best_plans[key] = winner
-        self.considered[key] = tuple(Considered(c.label, c.cost.total, c is winner)
-                                     for c in candidates)
+        self.considered[key] = tuple(Considered(c.label, c.cost.total, c is winner, a)
+                                     for c, a in zip(candidates, added))
         return winner
 
     def need(self, node: PhysicalPlan, required: Required) -> Winner:
@@ -60,3 +62,14 @@ class Memo:
         if winner is None:
             raise AssertionError(f"search: no plan of {type(node).__name__} meets {required}")
         return winner
+
+
+def _enforcers(enforced: PhysicalPlan, candidate: PhysicalPlan) -> tuple[str, ...]:
+    """The enforcers between ``enforced`` and the ``candidate`` plan below them, bottom
+    first (an exchange by its kind)."""
+    added: list[str] = []
+    while enforced is not candidate and enforced.inputs:
+        added.append(f"Exchange[{enforced.kind}]" if isinstance(enforced, ExchangeExec)
+                     else type(enforced).__name__.removesuffix("Exec"))
+        enforced = enforced.inputs[0]
+    return tuple(reversed(added))

@@ -33,15 +33,30 @@ ONE_SUBTASK = "whole query on one subtask"
 
 
 @dataclass(frozen=True)
+class SearchedMemo:
+    """One memo the search filled, for EXPLAIN MEMO: ``title`` says where its plans run,
+    ``chosen`` whether the chosen plan came from it. Its groups are the nodes of the
+    plan the search started from (``SearchResult.planned``)."""
+
+    title: str
+    memo: Memo
+    chosen: bool
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """The chosen plan and its cost; ``considered``: the alternatives costed at the root
-    (both parallelism choices first), for EXPLAIN MEMO; ``notes``: per node of the chosen
-    plan (by id) its own cost and what it delivers, for EXPLAIN VERBOSE."""
+    (both parallelism choices first), for EXPLAIN VERBOSE and MEMO; ``notes``: per node of
+    the chosen plan (by id) its own cost and what it delivers, for EXPLAIN VERBOSE;
+    ``planned``: the plan whose nodes are the memos' groups, and ``memos`` the memos
+    filled (one subtask first), for EXPLAIN MEMO."""
 
     plan: PhysicalPlan
     cost: Cost
     considered: tuple[Considered, ...]
     notes: dict[int, tuple[PhysicalPlan, Cost, Distribution]]
+    planned: PhysicalPlan | None = None
+    memos: tuple[SearchedMemo, ...] = ()
 
 
 def runs_on_workers(plan: PhysicalPlan) -> bool:
@@ -63,7 +78,8 @@ def search_physical_plan(plan: PhysicalPlan, settings: dict[str, str]) -> Search
     serial_notes = serial_memo.costing.notes
     if workers <= 1:
         considered = serial_memo.considered[(id(plan), SINGLE_INPUT)]
-        return SearchResult(serial.plan, serial.cost, considered, serial_notes)
+        return SearchResult(serial.plan, serial.cost, considered, serial_notes, plan,
+                            (SearchedMemo(ONE_SUBTASK, serial_memo, True),))
     limit = 10.0 * values.integer("optimizer.broadcast-threshold-rows")
     memo = Memo(Costing(constants, workers, budget, limit), alternatives)
     parallel = memo.need(plan, SINGLE_INPUT)
@@ -76,6 +92,10 @@ def search_physical_plan(plan: PhysicalPlan, settings: dict[str, str]) -> Search
     considered = (Considered(ONE_SUBTASK, serial.cost.total, one_subtask),
                   *(Considered(c.label, c.cost + start.total, c.won and not one_subtask)
                     for c in memo.considered[(id(plan), SINGLE_INPUT)]))
+    memos = (SearchedMemo(ONE_SUBTASK, serial_memo, one_subtask),
+             SearchedMemo(f"on {workers} subtasks (job start {start.total * 1000:.3g}ms "
+                          "not included)", memo, not one_subtask))
     if one_subtask:
-        return SearchResult(serial.plan, serial.cost, considered, serial_notes)
-    return SearchResult(parallel.plan, parallel_cost, considered, memo.costing.notes)
+        return SearchResult(serial.plan, serial.cost, considered, serial_notes, plan, memos)
+    return SearchResult(parallel.plan, parallel_cost, considered, memo.costing.notes, plan,
+                        memos)

@@ -25,8 +25,10 @@ class Winner:
 @dataclass(frozen=True)
 class Considered:
     """One alternative the search costed for a group: its label and total cost, and
-    whether it won."""
+    whether it won; ``enforcers``: what was put over it to meet the requirement (e.g.
+    ``Exchange[hash]``, ``Sort``), bottom first."""
 
     label: str
     cost: float
     won: bool
+    enforcers: tuple[str, ...] = ()
