@@ -47,9 +47,13 @@ def test_filters_use_default_selectivities(est):
     assert est.rows(filter_(s, gt(col(s, "a"), lit(1)))) == pytest.approx(300)
     assert est.rows(filter_(s, eq(col(s, "b"), lit("k")))) == pytest.approx(90)
     like = call("like", col(s, "b"), lit("%k"))
-    # two predicates on one table: the less selective counts by its square root
+    contains = call("like", col(s, "b"), lit("%j%"))
+    # two value predicates on one table: the less selective counts by its square root
+    assert est.rows(filter_(s, and_(like, contains))) == \
+        pytest.approx(900 * 0.25 * 0.25 ** 0.5)
+    # a range multiplies in
     assert est.rows(filter_(s, and_(like, gt(col(s, "a"), lit(1))))) == \
-        pytest.approx(900 * 0.25 * (1 / 3) ** 0.5)
+        pytest.approx(900 * 0.25 * (1 / 3))
 
 
 def test_equality_on_small_domain_uses_its_size(est):
@@ -182,13 +186,20 @@ def test_not_and_or(est, facts):
 
 
 def test_conjunction_on_one_table_uses_exponential_backoff(est, facts):
+    # backoff over the value predicates; the ranges multiply in
     k, c, s, v = (col(facts, n) for n in ("k", "c", "s", "v"))
     predicate = and_(eq(c, lit(1)),                       # 1/10
-                     call("lt", k, lit(26)),              # 25/50
+                     call("lt", k, lit(26)),              # 25/50, a range
                      call("like", s, lit("%x%")),         # 0.75 * 0.25
-                     call("lt", v, lit(10.0, T.FLOAT64)))  # 1/3
-    expected = 0.1 * (0.1875 ** 0.5) * ((1 / 3) ** 0.25) * (0.5 ** 0.125)
+                     call("lt", v, lit(10.0, T.FLOAT64)))  # 1/3, a range
+    expected = 0.1 * (0.1875 ** 0.5) * (1 / 3) * 0.5
     assert rows_where(est, facts, predicate) == pytest.approx(1000 * expected)
+
+
+def test_comparison_of_two_columns_of_one_table_multiplies(est, facts):
+    k, c, v = (col(facts, n) for n in ("k", "c", "v"))
+    predicate = and_(eq(c, lit(1)), call("lt", k, v))  # 1/10 and the default 1/3
+    assert rows_where(est, facts, predicate) == pytest.approx(1000 * 0.1 / 3)
 
 
 def test_conjunction_over_two_tables_multiplies(est, facts):
@@ -329,3 +340,4 @@ def test_key_pairs_sharing_a_column_count_once(est):
     twice = and_(once, eq(col(a, "y"), col(b, "x")))
     assert est.inner_join_rows(a, b, twice) == pytest.approx(est.inner_join_rows(a, b, once))
     assert est.inner_join_rows(a, b, once) == pytest.approx(1000)
+
