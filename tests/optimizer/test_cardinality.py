@@ -341,3 +341,20 @@ def test_key_pairs_sharing_a_column_count_once(est):
     assert est.inner_join_rows(a, b, twice) == pytest.approx(est.inner_join_rows(a, b, once))
     assert est.inner_join_rows(a, b, once) == pytest.approx(1000)
 
+
+def test_having_on_an_aggregate_reads_its_normal_approximation(est, facts):
+    # 10 groups of 100 rows; k uniform over [1, 50]: mean 25.5, variance 49^2 / 12
+    groups = aggregate(facts, ["c"], total=agg("sum", col(facts, "k")),
+                       mean=agg("avg", col(facts, "k"), dtype=T.FLOAT64),
+                       n=agg("count_star"))
+    total, mean, n = (col(groups, name) for name in ("total", "mean", "n"))
+    sd = (100 * (49 ** 2 / 12 + 25.5 ** 2)) ** 0.5  # compound Poisson sum of 100 values
+    assert est.rows(filter_(groups, gt(total, lit(2550)))) == pytest.approx(5)
+    assert est.rows(filter_(groups, gt(total, lit(2550 + sd)))) == \
+        pytest.approx(10 * 0.158655, rel=1e-4)
+    # an average of 100 values: standard deviation (49^2 / 12 / 100) ** 0.5 = 1.41
+    assert est.rows(filter_(groups, call("lt", mean, lit(25.5 - 2 * (49 ** 2 / 1200) ** 0.5,
+                                                         T.FLOAT64)))) == \
+        pytest.approx(10 * 0.0227501, rel=1e-4)
+    # counts are Poisson: mean 100, standard deviation 10
+    assert est.rows(filter_(groups, gt(n, lit(110)))) == pytest.approx(10 * 0.158655, rel=1e-4)
