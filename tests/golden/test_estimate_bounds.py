@@ -34,14 +34,16 @@ QERROR_BOUNDS: dict[int, tuple[float | None, float | None]] = {
     9: (7, 4),          # 4.67, 2.62
     10: (2.5, 2.5),     # 1.54, 1.53
     11: (2, 2),         # 1.25, 1.24
-    12: (16, 1.5),      # 11.0, 1.00: two column-to-column date comparisons at 1/3
+    12: (1.5, 1.5),     # 1.02, 1.00
     13: (1.7, 2.5),     # 1.09, 1.67
     14: (1.5, 1.5),     # 1.00, 1.00
     15: (1.5, 1.5),     # 1.00, 1.00
     16: (1.7, 5),       # 1.07, 3.43
     17: (450, 15),      # 300, 10.0: no part is Brand#23 in MED BOX at SF 0.01 (0 rows)
-    18: (2200, 9000),   # 1434, 6018: sum(l_quantity) > 300 per order has no statistic
-    19: (60, 1.5),      # 41.2, 1.00: three ORed conjunctions over part, dampened
+    18: (2.5, 17),      # 1.64, 11.5: sum(l_quantity) > 300 per order, from a normal
+                        # approximation; 2 orders at SF 0.01
+    19: (20, 1.5),      # 13.2, 1.00: 1 row; brand and container dampened, 'AIR REG'
+                        # is no ship mode
     20: (19, 2.5),      # 12.5, 1.70
     21: (9, 6),         # 5.85, 4.00
     22: (3.7, 1.5),     # 2.45, 1.00

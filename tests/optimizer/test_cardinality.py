@@ -47,9 +47,13 @@ def test_filters_use_default_selectivities(est):
     assert est.rows(filter_(s, gt(col(s, "a"), lit(1)))) == pytest.approx(300)
     assert est.rows(filter_(s, eq(col(s, "b"), lit("k")))) == pytest.approx(90)
     like = call("like", col(s, "b"), lit("%k"))
-    # two predicates on one table: the less selective counts by its square root
+    contains = call("like", col(s, "b"), lit("%j%"))
+    # two value predicates on one table: the less selective counts by its square root
+    assert est.rows(filter_(s, and_(like, contains))) == \
+        pytest.approx(900 * 0.25 * 0.25 ** 0.5)
+    # a range multiplies in
     assert est.rows(filter_(s, and_(like, gt(col(s, "a"), lit(1))))) == \
-        pytest.approx(900 * 0.25 * (1 / 3) ** 0.5)
+        pytest.approx(900 * 0.25 * (1 / 3))
 
 
 def test_equality_on_small_domain_uses_its_size(est):
@@ -182,13 +186,20 @@ def test_not_and_or(est, facts):
 
 
 def test_conjunction_on_one_table_uses_exponential_backoff(est, facts):
+    # backoff over the value predicates; the ranges multiply in
     k, c, s, v = (col(facts, n) for n in ("k", "c", "s", "v"))
     predicate = and_(eq(c, lit(1)),                       # 1/10
-                     call("lt", k, lit(26)),              # 25/50
+                     call("lt", k, lit(26)),              # 25/50, a range
                      call("like", s, lit("%x%")),         # 0.75 * 0.25
-                     call("lt", v, lit(10.0, T.FLOAT64)))  # 1/3
-    expected = 0.1 * (0.1875 ** 0.5) * ((1 / 3) ** 0.25) * (0.5 ** 0.125)
+                     call("lt", v, lit(10.0, T.FLOAT64)))  # 1/3, a range
+    expected = 0.1 * (0.1875 ** 0.5) * (1 / 3) * 0.5
     assert rows_where(est, facts, predicate) == pytest.approx(1000 * expected)
+
+
+def test_comparison_of_two_columns_of_one_table_multiplies(est, facts):
+    k, c, v = (col(facts, n) for n in ("k", "c", "v"))
+    predicate = and_(eq(c, lit(1)), call("lt", k, v))  # 1/10 and the default 1/3
+    assert rows_where(est, facts, predicate) == pytest.approx(1000 * 0.1 / 3)
 
 
 def test_conjunction_over_two_tables_multiplies(est, facts):
@@ -329,3 +340,21 @@ def test_key_pairs_sharing_a_column_count_once(est):
     twice = and_(once, eq(col(a, "y"), col(b, "x")))
     assert est.inner_join_rows(a, b, twice) == pytest.approx(est.inner_join_rows(a, b, once))
     assert est.inner_join_rows(a, b, once) == pytest.approx(1000)
+
+
+def test_having_on_an_aggregate_reads_its_normal_approximation(est, facts):
+    # 10 groups of 100 rows; k uniform over [1, 50]: mean 25.5, variance 49^2 / 12
+    groups = aggregate(facts, ["c"], total=agg("sum", col(facts, "k")),
+                       mean=agg("avg", col(facts, "k"), dtype=T.FLOAT64),
+                       n=agg("count_star"))
+    total, mean, n = (col(groups, name) for name in ("total", "mean", "n"))
+    sd = (100 * (49 ** 2 / 12 + 25.5 ** 2)) ** 0.5  # compound Poisson sum of 100 values
+    assert est.rows(filter_(groups, gt(total, lit(2550)))) == pytest.approx(5)
+    assert est.rows(filter_(groups, gt(total, lit(2550 + sd)))) == \
+        pytest.approx(10 * 0.158655, rel=1e-4)
+    # an average of 100 values: standard deviation (49^2 / 12 / 100) ** 0.5 = 1.41
+    assert est.rows(filter_(groups, call("lt", mean, lit(25.5 - 2 * (49 ** 2 / 1200) ** 0.5,
+                                                         T.FLOAT64)))) == \
+        pytest.approx(10 * 0.0227501, rel=1e-4)
+    # counts are Poisson: mean 100, standard deviation 10
+    assert est.rows(filter_(groups, gt(n, lit(110)))) == pytest.approx(10 * 0.158655, rel=1e-4)

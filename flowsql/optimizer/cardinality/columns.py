@@ -61,6 +61,9 @@ class ColumnEstimate:
     #: for a group key of an aggregate: (the aggregate's id, its number of keys); all keys of
     #: one aggregate together are a key of its output
     group_of: tuple[int, int] | None = None
+    #: for an aggregate's value: (mean, standard deviation) of its normal approximation
+    #: over the groups (``aggregate_values.py``), which range predicates then read
+    normal: tuple[float, float] | None = None
 
     @property
     def domain_size(self) -> float:

@@ -7,7 +7,7 @@ many distinct values" and nothing else. It walks a plan bottom-up, carrying per 
 of ``defaults.py``) and follows the rows: filters (``selectivity.py``) and joins
 (``joins.py``) shrink distinct counts with the rows they keep, a join key keeps at most the
 smaller side's values, projections derive new columns, aggregates count groups
-(``groups.py``).
+(``groups.py``) and give their values a distribution (``aggregate_values.py``).
 
 Estimates are memoised per plan node; the memo holds the nodes themselves so an id is never
 reused while the estimator lives.
@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
+from flowsql.optimizer.cardinality.aggregate_values import aggregate_normal
 from flowsql.optimizer.cardinality.columns import (
     ColumnEstimate,
     derived_column,
@@ -287,11 +288,15 @@ class CardinalityEstimator:
         if a.name in _VALUE_AGGREGATES and len(a.args) == 1:
             value = self._expression(plan, a.args[0])
             return replace(value, dtype=a.dtype, source=None, unique=False).capped(rows)
+        group_size = self.rows(plan) / rows if rows > 0 else 1.0
+        argument = self._expression(plan, a.args[0]) if len(a.args) == 1 else None
+        normal = None if a.distinct else aggregate_normal(a.name, argument, group_size)
         if a.name in _COUNTS and not a.distinct and rows > 0:
             # counts spread around the mean group size: about 0 .. twice the mean
-            mean = self.rows(plan) / rows
-            return derived_column(a.dtype, min(rows, 2.0 * mean + 1.0))
-        return derived_column(a.dtype, rows)
+            value = derived_column(a.dtype, min(rows, 2.0 * group_size + 1.0))
+        else:
+            value = derived_column(a.dtype, rows)
+        return replace(value, normal=normal)
 
     def _expression(self, plan: LogicalPlan, e: Expr) -> ColumnEstimate:
         """The estimate of expression ``e`` over ``plan``'s rows."""

@@ -9,6 +9,9 @@ default range selectivities apply.
 
 Integers and dates are whole steps apart, so ``x <= c`` is ``x < c + 1`` and the column's
 values span ``[min, max + 1)``: ``x BETWEEN 1 AND 5`` over 1..50 keeps 5/50, not 4/49.
+
+An aggregate's value (``sum``, ``avg``, ``count`` over groups) has no histogram but a normal
+approximation (``aggregate_values.py``); its ranges are read from that distribution.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from flowsql.optimizer.cardinality.aggregate_values import normal_fraction
 from flowsql.optimizer.cardinality.columns import ColumnEstimate
 from flowsql.optimizer.cardinality.defaults import BETWEEN_SELECTIVITY, RANGE_SELECTIVITY
 
@@ -55,6 +59,12 @@ def interval_fraction(column: ColumnEstimate, interval: Interval) -> float:
     """Fraction of the column's non-null values inside ``interval``."""
     if interval.low is None and interval.high is None:
         return 1.0
+    if column.normal is not None:
+        return normal_fraction(column.normal,
+                               _half_open(interval.low, not interval.low_inclusive, 0.0,
+                                          -math.inf),
+                               _half_open(interval.high, interval.high_inclusive, 0.0,
+                                          math.inf))
     if column.low is None or column.high is None:
         both = interval.low is not None and interval.high is not None
         return BETWEEN_SELECTIVITY if both else RANGE_SELECTIVITY

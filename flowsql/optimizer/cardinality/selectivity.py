@@ -13,9 +13,14 @@ defaults (``defaults.py``) otherwise:
   every further fixed fragment (``'%abc'``, ``'%a%b%'``) a factor ``LIKE_SELECTIVITY``;
 * ``IS NULL`` / ``IS NOT NULL``: from the null count;
 * ``NOT p``: ``1 - s(p)``; ``p OR q``: ``1 - (1 - s(p)) (1 - s(q))``;
-* ``p AND q AND ...``: exponential backoff (``dampening.py``) over the factors on the
-  columns of one base table, which may be correlated; factors on different tables (a join
-  condition, or two scans of one table) are independent and multiply;
+* ``p AND q AND ...``: exponential backoff (``dampening.py``) over the value predicates
+  (equalities, IN lists, LIKE, ...) on the columns of one base table, which may be
+  correlated (a city implies its country, a brand its manufacturer: the product would count
+  the implied predicate again); range predicates (comparisons with constants, one interval
+  per column, and comparisons of two columns) multiply with them and with each other, as a
+  histogram estimates each range over its own column and ranges seldom imply one another
+  the way a value implies another value; factors on different tables (a join condition, or
+  two scans of one table) are independent and multiply;
 * a boolean user-defined function: its ``selectivity`` hint, else ``DEFAULT_SELECTIVITY``.
 
 The estimator passes a lookup from column id to the input's estimate for that column; a
@@ -81,6 +86,7 @@ def conjunction(predicates: Sequence[Expr], lookup: Lookup) -> Conjunction:
     intervals: dict[int, Interval] = {}
     equal_to: dict[int, float | None] = {}
     factors: dict[frozenset[int | None], list[float]] = {}
+    ranges: list[float] = []  # independent of everything else (see the module docstring)
     local: dict[int, list[float]] = {}
     for c in flat:
         compared = column_constant(c)
@@ -97,16 +103,26 @@ def conjunction(predicates: Sequence[Expr], lookup: Lookup) -> Conjunction:
             equal_to[column.cid] = _number(value, lookup(column.cid), column)
         s = selectivity(c, lookup)
         ids = column_ids(c)
-        factors.setdefault(_origins(ids, lookup), []).append(s)
+        if _is_range(c):
+            ranges.append(s)
+        else:
+            factors.setdefault(_origins(ids, lookup), []).append(s)
         if len(ids) == 1:
             local.setdefault(next(iter(ids)), []).append(s)
     for cid, interval in intervals.items():
         s = _range_selectivity(lookup(cid), interval, cid in equal_to, equal_to.get(cid))
-        factors.setdefault(_origins({cid}, lookup), []).append(s)
+        ranges.append(s)
         local.setdefault(cid, []).append(s)
-    combined = math.prod(dampened_selectivity(group) for group in factors.values())
+    combined = math.prod(dampened_selectivity(group) for group in factors.values()) \
+        * math.prod(ranges)
     return Conjunction(combined,
                        {cid: dampened_selectivity(ss) for cid, ss in local.items()})
+
+
+def _is_range(c: Expr) -> bool:
+    """Whether ``c`` is a comparison ``<``, ``<=``, ``>``, ``>=`` (of a column with a
+    constant, or of two columns)."""
+    return isinstance(c, Call) and c.name in _RANGE
 
 
 def _origins(ids: set[int], lookup: Lookup) -> frozenset[int | None]:

@@ -5,6 +5,6 @@ that no longer depends on the outer row; ``rewrite`` then joins that plan to the
 with the lifted predicates as join condition (semi, anti, mark, single or left join,
 depending on where the subquery sits). Where lifting cannot be exact, ``domain_join``
 evaluates the subquery once per distinct outer value instead and ``rewrite`` joins that
-back on the outer values (NULL-safely, see ``null_safe``). The rule
-``decorrelate_subqueries`` drives them.
+back on the outer values (NULL-safely, see ``null_safe``). Where both apply, ``choice``
+keeps the cheaper by the cost model. The rule ``decorrelate_subqueries`` drives them.
 """

@@ -26,15 +26,22 @@ Where pull-up cannot lift the correlated predicates (a non-equality below an agg
 LIMIT, an outer column in a select list or aggregate argument, ...), the subquery is instead
 evaluated once per distinct outer value (``domain_join``) and joined back on those values
 with the same join kinds; a scalar aggregate without GROUP BY then already has exactly one
-row per outer value, COUNT bug included, so a left join suffices.
+row per outer value, COUNT bug included, so a left join suffices. Where both apply and a
+``MethodChoice`` is given, both joins are built and the cheaper kept (``choice``).
 
-The joins stack on the node's input; a Project on top restores the node's schema.
+The joins stack on the node's input; a Project on top restores the node's schema. A
+Filter's conjuncts without subqueries go below the joins, so the domain of a subquery is
+taken over the rows the WHERE clause keeps (the outer keys reduce the domain first).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from flowsql.errors import PlanError
 from flowsql.optimizer.columns import outer_cids, project_onto
+from flowsql.optimizer.decorrelation.choice import DOMAIN, PULL_UP, MethodChoice
 from flowsql.optimizer.decorrelation.domain_join import domain_join
 from flowsql.optimizer.decorrelation.pull_up import Pulled, pull_up
 from flowsql.optimizer.folding import fold
@@ -71,26 +78,32 @@ from flowsql.planner.schema import Field
 TRUE = Literal(True, T.BOOL)
 FALSE = Literal(False, T.BOOL)
 
+R = TypeVar("R")
+#: how to decorrelate one subquery: PULL_UP (PlanError where it cannot), DOMAIN, or None
+#: for pull-up where it applies and the domain rewrite elsewhere
+Method = str | None
 
-def rewrite_filter(node: Filter) -> LogicalPlan:
+
+def rewrite_filter(node: Filter, choice: MethodChoice | None = None) -> LogicalPlan:
     """The Filter with every subquery replaced by a join below it."""
-    builder = _JoinStack(node.input)
+    plain = [c for c in conjuncts(node.predicate) if not contains_subquery(c)]
+    base = node.input if not plain else Filter(node.input, conjoin(plain))  # type: ignore[arg-type]
+    builder = _JoinStack(base, choice)
     kept: list[Expr] = []
     for c in conjuncts(node.predicate):
-        if contains_subquery(c):
-            remaining = builder.conjunct(c)
-            if remaining is None:
-                continue
-            c = remaining
-        kept.append(c)
+        if not contains_subquery(c):
+            continue
+        remaining = builder.conjunct(c)
+        if remaining is not None:
+            kept.append(remaining)
     predicate = conjoin(kept)
     plan = builder.plan if predicate is None else Filter(builder.plan, predicate)
     return project_onto(plan, node.schema)
 
 
-def rewrite_project(node: Project) -> LogicalPlan:
+def rewrite_project(node: Project, choice: MethodChoice | None = None) -> LogicalPlan:
     """The Project with every subquery replaced by a join below it."""
-    builder = _JoinStack(node.input)
+    builder = _JoinStack(node.input, choice)
     exprs = tuple(builder.expression(e) if contains_subquery(e) else e for e in node.exprs)
     return Project(builder.plan, exprs, node.fields)
 
@@ -98,17 +111,36 @@ def rewrite_project(node: Project) -> LogicalPlan:
 class _JoinStack:
     """Joins accumulated on top of a node's input, one per subquery."""
 
-    def __init__(self, plan: LogicalPlan) -> None:
+    def __init__(self, plan: LogicalPlan, choice: MethodChoice | None = None) -> None:
         self.base = plan  # the node's input: what the subqueries' outer references read
         self.plan = plan
+        self.choice = choice
 
-    def lift(self, subquery: LogicalPlan, existential: bool = False) -> Pulled:
-        """The subquery without correlation and the predicates joining it to the outer
-        rows: by pull-up where it applies (cheaper), else by the domain rewrite."""
+    def costed(self, subquery: LogicalPlan, build: Callable[[Method], R]) -> R:
+        """``build(method)`` joins ``subquery`` to the stack and returns what its caller
+        needs. Where both methods apply and there is a ``MethodChoice``, it runs once per
+        method and the cheaper plan stays; else once, by pull-up where it applies."""
+        if self.choice is None or not outer_cids(subquery) & self.base.column_ids:
+            return build(None)
+        start = self.plan
         try:
-            return pull_up(subquery, outer_cids(subquery), existential=existential)
+            pulled = build(PULL_UP)
         except PlanError:
-            return domain_join(subquery, self.base)
+            self.plan = start
+            return build(DOMAIN)
+        pulled_plan, self.plan = self.plan, start
+        domain = build(DOMAIN)
+        if self.choice.choose(subquery, pulled_plan, self.plan) == DOMAIN:
+            return domain
+        self.plan = pulled_plan
+        return pulled
+
+    def lift(self, subquery: LogicalPlan, method: Method,
+             existential: bool = False) -> Pulled:
+        """The subquery without correlation and the predicates joining it to the outer
+        rows, by ``method`` (see ``Method``)."""
+        pulled = _pull_up_by(method, subquery, existential=existential)
+        return pulled if pulled is not None else domain_join(subquery, self.base)
 
     def join(self, right: LogicalPlan, kind: str, condition: Expr | None,
              mark: Field | None = None, null_aware: bool = False) -> None:
@@ -121,23 +153,26 @@ class _JoinStack:
         negated = isinstance(c, Call) and c.name == "not"
         inner = c.args[0] if negated else c  # type: ignore[attr-defined]
         if isinstance(inner, Exists) and not _always_one_row(_exists_body(inner.plan)):
-            self._exists_join(inner, "anti" if negated else "semi")
+            kind = "anti" if negated else "semi"
+            self.costed(inner.plan, lambda m: self._exists_join(inner, kind, m))
             return None
         if isinstance(inner, InSubquery):
             arg = self.expression(inner.arg) if contains_subquery(inner.arg) else inner.arg
-            self._in_conjunct(arg, inner.plan, negated)
+            self.costed(inner.plan, lambda m: self._in_conjunct(arg, inner.plan, negated, m))
             return None
         return self.expression(c)
 
-    def _exists_join(self, e: Exists, kind: str, mark: Field | None = None) -> None:
-        right, preds = self.lift(_exists_body(e.plan), existential=True)
+    def _exists_join(self, e: Exists, kind: str, method: Method,
+                     mark: Field | None = None) -> None:
+        right, preds = self.lift(_exists_body(e.plan), method, existential=True)
         if not preds and not outer_cids(right):
             right = Limit(right, 1)  # only non-emptiness matters
         self.join(right, kind, conjoin(preds), mark)
 
-    def _in_conjunct(self, arg: Expr, subquery: LogicalPlan, negated: bool) -> None:
+    def _in_conjunct(self, arg: Expr, subquery: LogicalPlan, negated: bool,
+                     method: Method) -> None:
         col = subquery.schema[0]
-        right, preds = self.lift(subquery, existential=True)
+        right, preds = self.lift(subquery, method, existential=True)
         eq = Call("eq", (arg, col.ref()), T.BOOL)
         if not negated:
             self.join(right, "semi", conjoin([eq, *preds]))
@@ -163,21 +198,21 @@ class _JoinStack:
         if isinstance(e, Exists):
             return self._exists_mark(e)
         if isinstance(e, InSubquery):
-            return self._in_mark(e.arg, e.plan)
+            return self.costed(e.plan, lambda m: self._in_mark(e.arg, e.plan, m))
         if isinstance(e, ScalarSubquery):
-            return self._scalar(e)
+            return self.costed(e.plan, lambda m: self._scalar(e, m))
         return None
 
     def _exists_mark(self, e: Exists) -> Expr:
         if _always_one_row(_exists_body(e.plan)):
             return TRUE
         mark = Field.fresh("exists", T.BOOL, nullable=False)
-        self._exists_join(e, "mark", mark)
+        self.costed(e.plan, lambda m: self._exists_join(e, "mark", m, mark))
         return mark.ref()
 
-    def _in_mark(self, arg: Expr, subquery: LogicalPlan) -> Expr:
+    def _in_mark(self, arg: Expr, subquery: LogicalPlan, method: Method) -> Expr:
         col = subquery.schema[0]
-        right, preds = self.lift(subquery, existential=True)
+        right, preds = self.lift(subquery, method, existential=True)
         eq = Call("eq", (arg, col.ref()), T.BOOL)
         nullable = self._nullable(arg, subquery)
         if not nullable or not preds:
@@ -194,17 +229,16 @@ class _JoinStack:
         self.join(right, "mark", conjoin([*preds, nulls]), unknown)
         return Case((found.ref(), unknown.ref()), (TRUE, Literal(None, T.BOOL)), FALSE, T.BOOL)
 
-    def _scalar(self, e: ScalarSubquery) -> Expr:
+    def _scalar(self, e: ScalarSubquery, method: Method) -> Expr:
         value = e.plan.schema[0]
         empty = _value_over_no_rows(e.plan, value)
-        try:
-            right, preds = pull_up(e.plan, outer_cids(e.plan),
-                                   allow_ungrouped=empty is not None)
-        except PlanError:
+        pulled = _pull_up_by(method, e.plan, allow_ungrouped=empty is not None)
+        if pulled is None:
             right, preds = domain_join(e.plan, self.base)
             one_row = preds and _always_one_row(_below_projects(e.plan))
             self.join(right, "left" if one_row else "single", conjoin(preds))
             return value.ref()
+        right, preds = pulled
         if not preds or empty is None:
             self.join(right, "single", conjoin(preds))
             return value.ref()
@@ -215,6 +249,22 @@ class _JoinStack:
             return value.ref()
         key = preds[0].args[0]  # type: ignore[attr-defined]
         return Case((Call("is_null", (key,), T.BOOL),), (empty,), value.ref(), value.dtype)
+
+
+def _pull_up_by(method: Method, subquery: LogicalPlan, allow_ungrouped: bool = False,
+                existential: bool = False) -> Pulled | None:
+    """The pull-up of ``subquery`` unless ``method`` asks for the domain rewrite; None when
+    it does, or when pull-up cannot decorrelate the subquery and ``method`` allows the
+    domain rewrite (under ``PULL_UP`` that PlanError propagates)."""
+    if method == DOMAIN:
+        return None
+    try:
+        return pull_up(subquery, outer_cids(subquery), allow_ungrouped=allow_ungrouped,
+                       existential=existential)
+    except PlanError:
+        if method == PULL_UP:
+            raise
+        return None
 
 
 def _eq_or_null(eq: Expr, arg: Expr, col: Field) -> Expr:

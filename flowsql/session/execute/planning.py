@@ -83,6 +83,8 @@ def explain_text(logical: LogicalPlan, optimized, physical: PhysicalPlan,  # typ
              "== Physical Plan ==", explain_physical(physical, ids, estimates, notes)]
     if verbose:
         parts += ["", "== Rules That Changed The Plan ==", *optimized.changed_by]
+        if optimized.context.notes:
+            parts += ["", "== Costed Rewrite Decisions ==", *optimized.context.notes]
     if search is not None:
         from flowsql.optimizer.search.annotations import memo_lines
 
