@@ -433,6 +433,8 @@ def render(e: Expr) -> str:
     if isinstance(e, AggCall):
         inner = "*" if e.name == "count_star" else ", ".join(render(a) for a in e.args)
         name = "count" if e.name == "count_star" else e.name
+        if e.function is not None and e.function.step:  # a split class-form aggregate
+            name = f"{name}[{e.function.step}]"
         text = f"{name}({'DISTINCT ' if e.distinct else ''}{inner})"
         if e.filter is not None:
             text += f" FILTER (WHERE {render(e.filter)})"
