@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from flowsql.errors import PlanError
 from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
+from flowsql.optimizer.streaming.user_aggregates import check_user_group_aggregate
 from flowsql.planner.config.connectors import CONNECTORS, connector_of
 from flowsql.planner.expressions import (
     AggCall,
@@ -291,11 +292,7 @@ class _Planner:
         if window is not None:
             return self._windowed_aggregate(node, child, info, window)
         if user:
-            raise PlanError(f"streaming GROUP BY cannot compute the user-defined aggregate "
-                            f"{', '.join(user)}: an aggregate that emits updates must retract "
-                            "rows, and a vectorized user aggregate (called once per group) "
-                            "has no retract step; group by a window (TUMBLE, HOP, CUMULATE, "
-                            "SESSION) or run the query in batch mode")
+            check_user_group_aggregate(node, info.mode == UPDATING, info.updated_by)
         plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
                                   node.agg_fields, node.est_rows)
         return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),
