@@ -22,6 +22,8 @@ def session(spark, tables: dict[str, TableEntry]) -> Iterator[flowsql.Session]: 
         s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.scalars.{name}'")
     for name in ("spread", "joined", "weighted_avg"):
         s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.aggregates.{name}'")
+    for name, cls in (("my_mean", "Mean"), ("my_range", "Range"), ("my_collect", "Collect")):
+        s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.aggregates.{cls}'")
     yield s
     s.close()
 
@@ -49,6 +51,15 @@ def test_aggregate_functions(session: flowsql.Session, duck) -> None:  # type: i
           "SELECT grp, max(k) - min(k), coalesce(string_agg(grp, '|'), ''), "
           "sum(qty * x) FILTER (WHERE qty IS NOT NULL AND x IS NOT NULL) / nullif(sum(x) "
           "FILTER (WHERE qty IS NOT NULL AND x IS NOT NULL), 0) FROM t GROUP BY grp")
+
+
+def test_class_form_aggregates(session: flowsql.Session, duck) -> None:  # type: ignore[no-untyped-def]
+    # with and without merge/retract alike: one accumulator per group
+    _same(session, duck,
+          "SELECT grp, my_mean(x) AS m, my_range(k) AS r, my_collect(grp) AS c "
+          "FROM t GROUP BY grp",
+          "SELECT grp, avg(x), max(k) - min(k), coalesce(string_agg(grp, '|'), '') "
+          "FROM t GROUP BY grp")
 
 
 def test_user_and_built_in_aggregates_cannot_share_a_group_by_on_spark(
