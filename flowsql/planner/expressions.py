@@ -192,7 +192,8 @@ class WindowCall(Expr):
 
     ``frame`` is None for ranking and offset functions; for aggregates the binder fills in
     the SQL default (RANGE UNBOUNDED PRECEDING .. CURRENT ROW with ORDER BY, the whole
-    partition without)."""
+    partition without). ``function`` is set for a user-defined aggregate over a window
+    (``name`` is then its registered name)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -201,6 +202,7 @@ class WindowCall(Expr):
     frame: Frame | None
     dtype: pa.DataType
     distinct: bool = False
+    function: UserFunction | None = None
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + self.partition_by + tuple(k.expr for k in self.order_by)

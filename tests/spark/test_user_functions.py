@@ -75,3 +75,8 @@ def test_a_failing_function_names_itself_and_the_row(session: flowsql.Session) -
         session.sql("SELECT fails_on_seven(k + 4) FROM t")
     with pytest.raises(ExecutionError, match="function wrong_length returned 1 values"):
         session.sql("SELECT wrong_length(k) FROM t")
+
+
+def test_a_user_aggregate_over_a_window_is_refused_on_spark(session: flowsql.Session) -> None:
+    with pytest.raises(PlanError, match=r"without FILTER and OVER only \(in my_mean\(x\)\)"):
+        session.sql("SELECT grp, my_mean(x) OVER (PARTITION BY grp) FROM t")

@@ -317,6 +317,11 @@ class _Planner:
         (child,), (info,) = self._inputs(node)
         first = node.calls[0]
         order = first.order_by
+        user = sorted({c.name for c in node.calls if c.function is not None})
+        if user:
+            raise PlanError(f"OVER aggregates over a stream cannot compute the user-defined "
+                            f"aggregate {', '.join(user)} (user aggregates run in batch OVER "
+                            "windows, and over a stream in GROUP BY and window aggregates)")
         if any(c.name not in _OVER_AGGREGATES and c.name != "count_star" for c in node.calls):
             names = sorted({c.name for c in node.calls})
             raise PlanError(f"window functions {', '.join(names)} over a stream: only ROW_NUMBER"

@@ -1,0 +1,101 @@
+"""Calling a user-defined aggregate over window frames (``f(x) OVER (...)``).
+
+The operator gives the argument arrays sorted by (partition, order) and every row's frame
+as a half-open range ``[start, end)`` of those sorted rows. Rows with the same frame (the
+peers of a RANGE frame, every row of a frame spanning the whole partition) share one
+result, so the function runs once per distinct frame, in the order of the rows:
+
+* a function-form aggregate is called with the frame's rows (zero-copy slices);
+* a class-form aggregate carries its accumulator from one frame to the next: a frame
+  that only grows at its end (a running frame, UNBOUNDED PRECEDING) gets the new rows
+  through ``accumulate``; a frame that also moves its start (a sliding frame) retracts the
+  rows that left when the class has ``retract`` and starts afresh otherwise; a frame of
+  another partition starts afresh. ``get_value`` runs once per distinct frame.
+
+An empty frame gives the function's value over no rows. Failures name the function and
+the frame's partition (``describe_row(i)`` says which partition sorted row ``i`` is in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from flowsql.planner.udf import UserFunction
+from flowsql.planner.udf_loading import import_function
+from flowsql.runtime.user_functions.accumulator import UserAccumulator
+from flowsql.runtime.user_functions.results import UserFunctionError, as_result_scalar
+
+__all__ = ["call_per_frame"]
+
+
+def call_per_frame(function: UserFunction, args: Sequence[pa.Array], start: np.ndarray,
+                   end: np.ndarray, describe_row: Callable[[int], str]) -> pa.Array:
+    """One value per sorted row: the aggregate over ``args[start[i]:end[i]]``."""
+    n = len(start)
+    start = np.asarray(start, dtype=np.int64)
+    end = np.maximum(np.asarray(end, dtype=np.int64), start)
+    # the distinct frames, in the order of the first row that has each
+    key = start * (n + 1) + end
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    frames = [(int(start[first[f]]), int(end[first[f]]), int(first[f])) for f in order]
+    if function.accumulator:
+        values = _accumulating(function, args, frames, describe_row)
+    else:
+        values = _calling(function, args, frames, describe_row)
+    by_frame: list[Any] = [None] * len(first)
+    for f, value in zip(order.tolist(), values):
+        by_frame[f] = value
+    assert function.result_type is not None
+    result = pa.array(by_frame, function.result_type)
+    return result.take(pa.array(np.asarray(inverse, dtype=np.int64).reshape(-1)))
+
+
+def _calling(function: UserFunction, args: Sequence[pa.Array],
+             frames: list[tuple[int, int, int]], describe_row: Callable[[int], str]
+             ) -> list[Any]:
+    code = import_function(function.path)
+    values = []
+    for lo, hi, row in frames:
+        try:
+            result = code(*[a.slice(lo, hi - lo) for a in args])
+        except Exception as e:
+            raise UserFunctionError(f"aggregate function {function.name} failed on the "
+                                    f"window frame of {hi - lo} rows in "
+                                    f"{describe_row(row)}: {type(e).__name__}: {e}") from None
+        values.append(as_result_scalar(function, result).as_py())
+    return values
+
+
+def _accumulating(function: UserFunction, args: Sequence[pa.Array],
+                  frames: list[tuple[int, int, int]], describe_row: Callable[[int], str]
+                  ) -> list[Any]:
+    calls = UserAccumulator(function)
+    values = []
+    acc: Any = None
+    lo0 = hi0 = -1  # the rows ``acc`` holds: [lo0, hi0)
+
+    def rows(lo: int, hi: int) -> list[pa.Array]:
+        return [a.slice(lo, hi - lo) for a in args]
+
+    for lo, hi, row in frames:
+        def where(row: int = row) -> str:
+            return f"a window frame in {describe_row(row)}"
+
+        if acc is not None and lo == lo0 and hi >= hi0:
+            pass  # the frame grows at its end
+        elif acc is not None and function.retractable and lo0 <= lo <= hi0 <= hi:
+            if lo > lo0:
+                acc = calls.retract(acc, rows(lo0, lo), where)
+            lo0 = lo
+        else:
+            acc, lo0, hi0 = calls.create(where), lo, lo
+        if hi > hi0:
+            acc = calls.accumulate(acc, rows(hi0, hi), where)
+            hi0 = hi
+        values.append(calls.value(acc, where).as_py())
+    return values
