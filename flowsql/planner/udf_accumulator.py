@@ -89,7 +89,8 @@ def updated(acc: Any, returned: Any) -> Any:
 def aggregate_group(aggregate: Any, arrays: Sequence[pa.Array]) -> Any:
     """The value of one group whose rows are ``arrays``: create, accumulate, get_value."""
     acc = aggregate.create_accumulator()
-    acc = updated(acc, aggregate.accumulate(acc, *arrays))
+    if arrays and len(arrays[0]):  # accumulate is never called without rows
+        acc = updated(acc, aggregate.accumulate(acc, *arrays))
     return aggregate.get_value(acc)
 
 
