@@ -2,7 +2,7 @@
 class forms, at parallelism 1 and 2 against DuckDB: the whole partition, running frames
 (RANGE with peers, ROWS), sliding frames (a class with retract slides, one without starts
 afresh per frame), an empty frame; errors naming the function and the partition; and the
-refusals over a stream and on Spark's OVER."""
+refusal of a function-form aggregate over an unbounded frame over a stream."""
 
 from __future__ import annotations
 
@@ -86,12 +86,14 @@ def test_a_failing_aggregate_names_the_function_and_the_partition(
         session.sql(f"SELECT i, fails_on_nine(x) OVER (PARTITION BY k ORDER BY i) FROM {ROWS}")
 
 
-def test_over_a_stream_a_user_aggregate_is_refused(tmp_path: pytest.TempPathFactory) -> None:
+def test_over_a_stream_a_function_over_an_unbounded_frame_is_refused(
+        tmp_path: pytest.TempPathFactory) -> None:
     s = flowsql.connect(**{"execution.runtime-mode": "streaming"})
-    s.sql("CREATE FUNCTION my_mean AS 'tests.udfs.aggregates.Mean'")
-    s.sql("CREATE TABLE e (k STRING, v DOUBLE, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
+    s.sql("CREATE FUNCTION spread AS 'tests.udfs.aggregates.spread'")
+    s.sql("CREATE TABLE e (k STRING, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
           f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path}', 'format' = 'parquet')")
-    with pytest.raises(PlanError, match="OVER aggregates over a stream cannot compute the "
-                                        "user-defined aggregate my_mean"):
-        s.sql("SELECT k, my_mean(v) OVER (PARTITION BY k ORDER BY ts) FROM e")
+    with pytest.raises(PlanError, match="UNBOUNDED PRECEDING frame cannot compute the "
+                                        "user-defined aggregate spread: .* declare it as a "
+                                        "class"):
+        s.sql("SELECT k, spread(v) OVER (PARTITION BY k ORDER BY ts) FROM e")
     s.close()

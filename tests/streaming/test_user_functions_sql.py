@@ -2,7 +2,8 @@
 user-defined aggregates in TUMBLE and HOP window aggregates (at parallelism 1 and 2,
 hand-checked rows, equal to batch mode), the changelog GROUP BY that cannot run a
 function-form one, and class-form aggregates (accumulators) in the changelog GROUP BY over
-insert-only and retracting inputs (a GROUP BY, an outer join) and in a window."""
+insert-only and retracting inputs (a GROUP BY, an outer join), in a window and in OVER
+aggregates."""
 
 from __future__ import annotations
 
@@ -154,4 +155,28 @@ def test_class_aggregate_in_a_tumbling_window(streaming: flowsql.Session, events
     assert _rows(_classes(streaming).sql(query).to_arrow()) == expected
     batch = _classes(_session(events, "batch"))
     assert _rows(batch.sql(query).to_arrow()) == expected
+    batch.close()
+
+
+def test_class_and_function_aggregates_over_windows_equal_batch_mode(
+        streaming: flowsql.Session, events: Path) -> None:
+    # over a stream the OVER aggregates of one query share their window
+    running = "(PARTITION BY k ORDER BY ts)"
+    sliding = "(PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)"
+    queries = {
+        f"SELECT k, v, my_mean(v) OVER {running} AS m, my_collect(CAST(v AS STRING)) "
+        f"OVER {running} AS c FROM e":
+        # a: 1, 9, 3, 5; b: 2, 4, 10 (in rowtime order)
+        [("a", 1, 1.0, "1"), ("a", 3, 13 / 3, "1|3|9"), ("a", 5, 4.5, "1|3|5|9"),
+         ("a", 9, 5.0, "1|9"), ("b", 2, 2.0, "2"), ("b", 4, 3.0, "2|4"),
+         ("b", 10, 16 / 3, "10|2|4")],
+        f"SELECT k, v, my_range(v) OVER {sliding} AS r, spread(v) OVER {sliding} AS s, "
+        f"my_mean(v) OVER {sliding} AS m FROM e":
+        [("a", 1, 0, 0, 1.0), ("a", 3, 6, 6, 6.0), ("a", 5, 2, 2, 4.0), ("a", 9, 8, 8, 5.0),
+         ("b", 2, 0, 0, 2.0), ("b", 4, 2, 2, 3.0), ("b", 10, 6, 6, 7.0)]}
+    batch = _classes(_session(events, "batch"))
+    _classes(streaming)
+    for query, expected in queries.items():
+        assert _rows(streaming.sql(query).to_arrow()) == expected
+        assert _rows(batch.sql(query).to_arrow()) == expected
     batch.close()

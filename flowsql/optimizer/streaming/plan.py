@@ -317,12 +317,7 @@ class _Planner:
         (child,), (info,) = self._inputs(node)
         first = node.calls[0]
         order = first.order_by
-        user = sorted({c.name for c in node.calls if c.function is not None})
-        if user:
-            raise PlanError(f"OVER aggregates over a stream cannot compute the user-defined "
-                            f"aggregate {', '.join(user)} (user aggregates run in batch OVER "
-                            "windows, and over a stream in GROUP BY and window aggregates)")
-        if any(c.name not in _OVER_AGGREGATES and c.name != "count_star" for c in node.calls):
+        if any(c.name not in _OVER_AGGREGATES and c.function is None and c.name != "count_star" for c in node.calls):
             names = sorted({c.name for c in node.calls})
             raise PlanError(f"window functions {', '.join(names)} over a stream: only ROW_NUMBER"
                             " filtered to a range (Top-N, deduplication) and aggregates ordered "
@@ -347,7 +342,15 @@ class _Planner:
         elif frame.start.kind != "unbounded_preceding":
             raise PlanError("OVER frames over a stream must start at UNBOUNDED PRECEDING or "
                             "n PRECEDING")
-        aggs = tuple(AggCall(c.name, c.args, c.dtype) for c in node.calls)
+        functions = sorted({c.name for c in node.calls if c.function is not None
+                            and not c.function.accumulator})
+        if functions and preceding is None:
+            raise PlanError(f"OVER aggregates over a stream with an UNBOUNDED PRECEDING frame "
+                            f"cannot compute the user-defined aggregate {', '.join(functions)}"
+                            ": a function called with all of a frame's rows would need every "
+                            "row of the partition kept; declare it as a class (an accumulator)"
+                            " or bound the frame (n PRECEDING)")
+        aggs = tuple(AggCall(c.name, c.args, c.dtype, function=c.function) for c in node.calls)
         if order[0].expr.cid in info.proctimes:
             child = ProctimeWatermarkExec(child, order[0].expr, child.est_rows)
         plan = OverAggregateExec(child, first.partition_by, order[0].expr, frame.mode,

@@ -13,7 +13,8 @@ result, so the function runs once per distinct frame, in the order of the rows:
   another partition starts afresh. ``get_value`` runs once per distinct frame.
 
 An empty frame gives the function's value over no rows. Failures name the function and
-the frame's partition (``describe_row(i)`` says which partition sorted row ``i`` is in).
+the frame's partition (``describe_row(i)`` says which partition the row of frame ``i`` is
+in).
 """
 
 from __future__ import annotations
@@ -33,25 +34,33 @@ __all__ = ["call_per_frame"]
 
 
 def call_per_frame(function: UserFunction, args: Sequence[pa.Array], start: np.ndarray,
-                   end: np.ndarray, describe_row: Callable[[int], str]) -> pa.Array:
-    """One value per sorted row: the aggregate over ``args[start[i]:end[i]]``."""
-    n = len(start)
+                   end: np.ndarray, describe_row: Callable[[int], str],
+                   seeds: pa.Array | None = None, accumulators: bool = False) -> pa.Array:
+    """One value per frame ``i``: the aggregate over ``args[start[i]:end[i]]``.
+
+    ``seeds`` (class form only; the streaming OVER aggregate's history) holds, per row,
+    either NULL or the JSON accumulator of rows summarized into that row: a frame
+    starting at such a row starts from that accumulator (the row's own arguments are not
+    accumulated). With ``accumulators`` the result is each frame's accumulator as JSON
+    text instead of its value."""
+    n = int(max(np.max(end, initial=0), np.max(start, initial=0)))
     start = np.asarray(start, dtype=np.int64)
     end = np.maximum(np.asarray(end, dtype=np.int64), start)
-    # the distinct frames, in the order of the first row that has each
+    # the distinct frames, in order of where they start and end
     key = start * (n + 1) + end
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
+    order = np.lexsort((end[first], start[first]))
     frames = [(int(start[first[f]]), int(end[first[f]]), int(first[f])) for f in order]
     if function.accumulator:
-        values = _accumulating(function, args, frames, describe_row)
+        values = _accumulating(function, args, frames, describe_row,
+                               None if seeds is None else seeds.to_pylist(), accumulators)
     else:
         values = _calling(function, args, frames, describe_row)
     by_frame: list[Any] = [None] * len(first)
     for f, value in zip(order.tolist(), values):
         by_frame[f] = value
     assert function.result_type is not None
-    result = pa.array(by_frame, function.result_type)
+    result = pa.array(by_frame, pa.string() if accumulators else function.result_type)
     return result.take(pa.array(np.asarray(inverse, dtype=np.int64).reshape(-1)))
 
 
@@ -72,8 +81,8 @@ def _calling(function: UserFunction, args: Sequence[pa.Array],
 
 
 def _accumulating(function: UserFunction, args: Sequence[pa.Array],
-                  frames: list[tuple[int, int, int]], describe_row: Callable[[int], str]
-                  ) -> list[Any]:
+                  frames: list[tuple[int, int, int]], describe_row: Callable[[int], str],
+                  seeds: list[str | None] | None, accumulators: bool) -> list[Any]:
     calls = UserAccumulator(function)
     values = []
     acc: Any = None
@@ -86,16 +95,19 @@ def _accumulating(function: UserFunction, args: Sequence[pa.Array],
         def where(row: int = row) -> str:
             return f"a window frame in {describe_row(row)}"
 
+        seed = seeds[lo] if seeds is not None and lo < hi else None
         if acc is not None and lo == lo0 and hi >= hi0:
             pass  # the frame grows at its end
-        elif acc is not None and function.retractable and lo0 <= lo <= hi0 <= hi:
-            if lo > lo0:
-                acc = calls.retract(acc, rows(lo0, lo), where)
+        elif seed is not None:  # it starts at a summary row: from its accumulator
+            acc, lo0, hi0 = calls.decode(seed), lo, lo + 1
+        elif acc is not None and function.retractable and lo0 < lo < hi0 <= hi:
+            acc = calls.retract(acc, rows(lo0, lo), where)  # it slides
             lo0 = lo
         else:
             acc, lo0, hi0 = calls.create(where), lo, lo
         if hi > hi0:
             acc = calls.accumulate(acc, rows(hi0, hi), where)
             hi0 = hi
-        values.append(calls.value(acc, where).as_py())
+        values.append(calls.encode(acc, where) if accumulators
+                      else calls.value(acc, where).as_py())
     return values
