@@ -3,14 +3,16 @@
 The operator gives the argument arrays sorted by (partition, order) and every row's frame
 as a half-open range ``[start, end)`` of those sorted rows. Rows with the same frame (the
 peers of a RANGE frame, every row of a frame spanning the whole partition) share one
-result, so the function runs once per distinct frame, in the order of the rows:
+result, so the function runs once per distinct frame, frames taken in order of (start,
+end):
 
 * a function-form aggregate is called with the frame's rows (zero-copy slices);
 * a class-form aggregate carries its accumulator from one frame to the next: a frame
   that only grows at its end (a running frame, UNBOUNDED PRECEDING) gets the new rows
   through ``accumulate``; a frame that also moves its start (a sliding frame) retracts the
-  rows that left when the class has ``retract`` and starts afresh otherwise; a frame of
-  another partition starts afresh. ``get_value`` runs once per distinct frame.
+  rows that left when the class has ``retract`` and starts afresh otherwise; a frame
+  that does not overlap the previous one (another partition) starts afresh.
+  ``get_value`` runs once per distinct frame.
 
 An empty frame gives the function's value over no rows. Failures name the function and
 the frame's partition (``describe_row(i)`` says which partition the row of frame ``i`` is
