@@ -192,7 +192,8 @@ class WindowCall(Expr):
 
     ``frame`` is None for ranking and offset functions; for aggregates the binder fills in
     the SQL default (RANGE UNBOUNDED PRECEDING .. CURRENT ROW with ORDER BY, the whole
-    partition without)."""
+    partition without). ``function`` is set for a user-defined aggregate over a window
+    (``name`` is then its registered name)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -201,6 +202,7 @@ class WindowCall(Expr):
     frame: Frame | None
     dtype: pa.DataType
     distinct: bool = False
+    function: UserFunction | None = None
 
     def children(self) -> tuple[Expr, ...]:
         return self.args + self.partition_by + tuple(k.expr for k in self.order_by)
@@ -433,6 +435,8 @@ def render(e: Expr) -> str:
     if isinstance(e, AggCall):
         inner = "*" if e.name == "count_star" else ", ".join(render(a) for a in e.args)
         name = "count" if e.name == "count_star" else e.name
+        if e.function is not None and e.function.step:  # a split class-form aggregate
+            name = f"{name}[{e.function.step}]"
         text = f"{name}({'DISTINCT ' if e.distinct else ''}{inner})"
         if e.filter is not None:
             text += f" FILTER (WHERE {render(e.filter)})"

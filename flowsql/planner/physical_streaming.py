@@ -64,10 +64,17 @@ class ProctimeWatermarkExec(_Unary):
         return self.input.schema
 
 
+#: the built-in aggregates a GroupAggregateExec computes beside user-defined (class-form)
+#: aggregates, as accumulators of the same shape
+BESIDE_USER_AGGREGATES = ("count", "count_star", "sum", "avg")
+
+
 @dataclass(frozen=True, eq=False)
 class GroupAggregateExec(_Unary):
     """GROUP BY without windows over a stream: a changelog (+I, -U/+U, -D) of each group's
-    current result. Output: group fields then agg fields, always updating."""
+    current result. Output: group fields then agg fields, always updating. With a
+    user-defined aggregate among ``aggs`` (which must then be class-form aggregates, with
+    ``retract`` over an updating input) the other aggregates are BESIDE_USER_AGGREGATES."""
 
     input: PhysicalPlan
     group_exprs: tuple[Expr, ...]

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 SCALAR, TABLE, AGGREGATE = "scalar", "table", "aggregate"
+#: the steps of a split class-form aggregate (``UserFunction.step``): ``partial`` turns
+#: rows into accumulators, ``final`` merges accumulators and gives the value
+PARTIAL, FINAL = "partial", "final"
 
 #: what the optimizer assumes when a hint is absent
 DEFAULT_SELECTIVITY = 0.5
@@ -49,6 +52,12 @@ class UserFunction:
     aggregate function; ``result_fields`` the columns (name, type) a table function returns.
     ``arg_types`` are the declared argument types (None: whatever the call passes).
     ``temporary``: CREATE TEMPORARY FUNCTION (kept for the session only, as in Flink).
+
+    An aggregate in the class form (``planner.udf_accumulator``) has ``accumulator`` set;
+    ``mergeable`` / ``retractable`` say whether it has ``merge`` / ``retract``, which is
+    what lets the optimizer split it into partial and final steps and a streaming GROUP
+    BY feed it a changelog. ``step`` is set only on the calls of a split aggregate
+    (PARTIAL or FINAL); the registered function never has one.
     """
 
     name: str
@@ -59,3 +68,7 @@ class UserFunction:
     arg_types: tuple[pa.DataType, ...] | None = None
     hints: FunctionHints = FunctionHints()
     temporary: bool = False
+    accumulator: bool = False
+    mergeable: bool = False
+    retractable: bool = False
+    step: str = ""

@@ -15,10 +15,14 @@ The calling contracts (what the engine passes and expects back):
 * scalar (``udf``): called with one ``pyarrow.Array`` per argument (a constant argument
   is a ``pyarrow.Scalar``), all arrays of the batch's length; returns a ``pyarrow.Array``
   (or anything ``pyarrow.array`` accepts) of that same length.
-* aggregate (``udaf``): called once per group with one ``pyarrow.Array`` per argument
-  holding all of the group's rows; returns the group's value (a Python value or a
-  ``pyarrow.Scalar``). This is Flink's pandas aggregate (``func_type='pandas'``) over
+* aggregate (``udaf``), a function: called once per group with one ``pyarrow.Array`` per
+  argument holding all of the group's rows; returns the group's value (a Python value or
+  a ``pyarrow.Scalar``). This is Flink's pandas aggregate (``func_type='pandas'``) over
   Arrow arrays.
+* aggregate (``udaf``), a class: an accumulator with ``create_accumulator``,
+  ``accumulate``, ``get_value`` and optionally ``merge`` and ``retract`` (Flink's
+  ``AggregateFunction``), vectorized per group and batch; see
+  :mod:`flowsql.planner.udf_accumulator`.
 * table (``udtf``): see the table-function documentation.
 """
 
@@ -90,8 +94,9 @@ def udf(result_type: TypeSpec, *, arg_types: Sequence[TypeSpec] | None = None,
 def udaf(result_type: TypeSpec, *, arg_types: Sequence[TypeSpec] | None = None,
          deterministic: bool = True, cost_per_row: float | None = None
          ) -> Callable[[F], F]:
-    """Declare a vectorized aggregate function returning ``result_type``: called once
-    per group with the group's arrays (see the module docstring)."""
+    """Declare a vectorized aggregate returning ``result_type``: a function called once
+    per group with the group's arrays, or an accumulator class (see the module
+    docstring)."""
     return _attach(FunctionSpec(AGGREGATE, result_type, _arg_types(arg_types), (),
                                 FunctionHints(deterministic=deterministic,
                                               cost_per_row=cost_per_row)))

@@ -93,7 +93,7 @@ def window(r: Renderer, call: WindowCall) -> str:
     elif name == "nth_value":
         text = f"F.nth_value({args[0]}, {_constant(call, 1, 'position')})"
     else:
-        return aggregate(r, AggCall(name, call.args, call.dtype), over)
+        return aggregate(r, AggCall(name, call.args, call.dtype, function=call.function), over)
     return cast(text + over, call.dtype)
 
 

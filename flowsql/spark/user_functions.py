@@ -3,7 +3,10 @@ grouped-aggregate Arrow UDFs (``pyspark.sql.functions.arrow_udf``, Spark 4.1).
 
 Spark hands a UDF's batches to Python worker processes as Arrow, and an Arrow UDF receives
 them as ``pyarrow.Array`` values, so the user's function sees what the local engine gives
-it (one array per argument, one call per batch; one call per group for an aggregate). What Spark sends to its workers is
+it (one array per argument, one call per batch; one call per group for an aggregate, or
+for a class-form aggregate one accumulator per group: ``create_accumulator``, one
+``accumulate`` with the group's rows, ``get_value`` -- Spark's own partial aggregation
+does not apply to Python aggregates, so ``merge`` is not needed there). What Spark sends to its workers is
 the small wrapper object (a class of this module holding the function's import path and
 result type), never the user's code: each worker imports the function by its path.
 
@@ -24,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from flowsql.planner.udf import UserFunction
+from flowsql.planner.udf_accumulator import aggregate_group, instance, is_accumulator_class
 from flowsql.planner.udf_loading import import_function
 
 __all__ = ["aggregate_udf", "scalar_udf", "worker_python_path"]
@@ -60,8 +64,12 @@ class _AggregateCall:
         self.function = function
 
     def __call__(self, *arrays: pa.Array) -> Any:
+        code = import_function(self.function.path)
         try:
-            result = import_function(self.function.path)(*arrays)
+            if is_accumulator_class(code):  # a class form: one accumulator over the group
+                result = aggregate_group(instance(self.function.path), arrays)
+            else:
+                result = code(*arrays)
         except Exception as e:
             raise UserFunctionFailure(
                 f"aggregate function {self.function.name} failed on a group of "

@@ -622,6 +622,16 @@ class ExpressionBinder:
     def _window(self, node: exp.Window, scope: Scope) -> Expr:
         func = node.this
         key = function_key(func)
+        user = self.functions.get_kind(func.name, AGGREGATE) if self.functions is not None \
+            and isinstance(func, exp.Anonymous) else None
+        if user is not None:  # a user-defined aggregate over a window
+            call = bind_user_call(self, user, func, scope)
+            assert isinstance(call, AggCall) and user.result_type is not None
+            partition = tuple(self.bind(p, scope) for p in node.args.get("partition_by") or [])
+            order = self.sort_keys(node.args.get("order"), scope)
+            return WindowCall(call.name, call.args, partition, order,
+                              self._frame(node, call.name, bool(order)), user.result_type,
+                              function=user)
         if key in _WINDOW_BY_KEY:
             name = _WINDOW_BY_KEY[key]
             arg_nodes = self._function_args(func)

@@ -65,12 +65,15 @@ def _check_count(binder: ExpressionBinder, function: UserFunction, count: int,
             raise binder.error(f"function {function.name} takes {expected} argument"
                                f"{'s' if expected != 1 else ''}, not {count}", node)
         return
+    # a class-form aggregate is checked by accumulate(self, acc, *arguments)
+    leading = 2 if function.accumulator else 0
     try:
-        signature = inspect.signature(import_function(function.path))
+        code = import_function(function.path)
+        signature = inspect.signature(code.accumulate if function.accumulator else code)
     except (TypeError, ValueError, CatalogError):
         return  # no signature to check against (a builtin or a callable object)
     try:
-        signature.bind(*range(count))
+        signature.bind(*range(leading + count))
     except TypeError:
         raise binder.error(f"function {function.name}{signature} does not take {count} "
                            f"argument{'s' if count != 1 else ''}", node) from None

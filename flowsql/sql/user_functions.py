@@ -20,6 +20,7 @@ from sqlglot.errors import ParseError
 from flowsql.errors import BindError, CatalogError
 from flowsql.planner import types as T
 from flowsql.planner.udf import AGGREGATE, SCALAR, TABLE, FunctionHints, UserFunction
+from flowsql.planner.udf_accumulator import is_accumulator_class, methods_of
 from flowsql.planner.udf_loading import import_function
 from flowsql.planner.udf_spec import FunctionSpec, TypeSpec, spec_of
 from flowsql.sql.dialect import DIALECT
@@ -41,7 +42,8 @@ def describe_function(name: str, path: str, temporary: bool = True,
     :class:`FunctionHints`) override the decorator's.
     """
     check_function_name(name)
-    spec = spec_of(import_function(path))
+    code = import_function(path)
+    spec = spec_of(code)
     if spec is None:
         raise CatalogError(f"function '{path}' is not declared as a flowsql function: "
                            "decorate it with @flowsql.udf(result_type=...), "
@@ -56,8 +58,11 @@ def describe_function(name: str, path: str, temporary: bool = True,
         _arrow_type(t, path, f"argument {i + 1} type") for i, t in enumerate(spec.arg_types))
     fields = tuple((field_name, _arrow_type(t, path, f"column '{field_name}' type"))
                    for field_name, t in spec.result_fields)
+    accumulator = spec.kind == AGGREGATE and is_accumulator_class(code)
+    mergeable, retractable = methods_of(path, code) if accumulator else (False, False)
     return UserFunction(name, path, spec.kind, result_type, fields, arg_types,
-                        _hints(spec, hints or {}, path), temporary)
+                        _hints(spec, hints or {}, path), temporary, accumulator=accumulator,
+                        mergeable=mergeable, retractable=retractable)
 
 
 def _hints(spec: FunctionSpec, overrides: dict[str, Any], path: str) -> FunctionHints:

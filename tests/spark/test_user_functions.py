@@ -22,6 +22,8 @@ def session(spark, tables: dict[str, TableEntry]) -> Iterator[flowsql.Session]: 
         s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.scalars.{name}'")
     for name in ("spread", "joined", "weighted_avg"):
         s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.aggregates.{name}'")
+    for name, cls in (("my_mean", "Mean"), ("my_range", "Range"), ("my_collect", "Collect")):
+        s.sql(f"CREATE FUNCTION {name} AS 'tests.udfs.aggregates.{cls}'")
     yield s
     s.close()
 
@@ -51,6 +53,15 @@ def test_aggregate_functions(session: flowsql.Session, duck) -> None:  # type: i
           "FILTER (WHERE qty IS NOT NULL AND x IS NOT NULL), 0) FROM t GROUP BY grp")
 
 
+def test_class_form_aggregates(session: flowsql.Session, duck) -> None:  # type: ignore[no-untyped-def]
+    # with and without merge/retract alike: one accumulator per group
+    _same(session, duck,
+          "SELECT grp, my_mean(x) AS m, my_range(k) AS r, my_collect(grp) AS c "
+          "FROM t GROUP BY grp",
+          "SELECT grp, avg(x), max(k) - min(k), coalesce(string_agg(grp, '|'), '') "
+          "FROM t GROUP BY grp")
+
+
 def test_user_and_built_in_aggregates_cannot_share_a_group_by_on_spark(
         session: flowsql.Session) -> None:
     with pytest.raises(PlanError, match="cannot compute the user-defined aggregate spread "
@@ -64,3 +75,8 @@ def test_a_failing_function_names_itself_and_the_row(session: flowsql.Session) -
         session.sql("SELECT fails_on_seven(k + 4) FROM t")
     with pytest.raises(ExecutionError, match="function wrong_length returned 1 values"):
         session.sql("SELECT wrong_length(k) FROM t")
+
+
+def test_a_user_aggregate_over_a_window_is_refused_on_spark(session: flowsql.Session) -> None:
+    with pytest.raises(PlanError, match=r"without FILTER and OVER only \(in my_mean\(x\)\)"):
+        session.sql("SELECT grp, my_mean(x) OVER (PARTITION BY grp) FROM t")

@@ -3,7 +3,9 @@ partial results after an exchange on the group keys (a gather for a global aggre
 
 Decomposable aggregates only: sum, count, min, max, any_value, bool_and, bool_or combine
 with the same (or a summing) aggregate, and avg becomes a sum and a count combined and
-divided at the end. A DISTINCT aggregate is not split.
+divided at the end. A class-form user-defined aggregate with a ``merge`` method splits
+into its PARTIAL step (accumulators, as JSON text) and its FINAL step (merge, then
+``get_value``); one without ``merge``, and a DISTINCT aggregate, is not split.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from flowsql.planner import types as T
 from flowsql.planner.expressions import AggCall, Call, Cast, ColumnRef, Expr, Literal
 from flowsql.planner.physical import HashAggregateExec, PhysicalPlan, ProjectExec
 from flowsql.planner.schema import Field, Schema
+from flowsql.planner.udf import FINAL, PARTIAL
 
 #: aggregates whose partial results combine with the same (or a summing) aggregate
 COMBINE = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max",
@@ -22,8 +25,9 @@ COMBINE = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max
 
 def splittable(node: HashAggregateExec) -> bool:
     """Whether every aggregate of ``node`` has a partial and a combining form."""
-    return all(not a.distinct and a.function is None and (a.name in COMBINE or a.name == "avg")
-               for a in node.aggs)
+    return all(not a.distinct and (
+        a.function.accumulator and a.function.mergeable if a.function is not None
+        else a.name in COMBINE or a.name == "avg") for a in node.aggs)
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,17 @@ def split_aggregate(node: HashAggregateExec) -> AggregateSplit:
         return combined.ref()
 
     for agg, target in zip(node.aggs, node.agg_fields):
-        if agg.name == "avg":
+        if agg.function is not None:
+            field = Field.fresh(f"{target.name}_acc", T.STRING)
+            partial_aggs.append(replace(agg, dtype=T.STRING,
+                                        function=replace(agg.function, step=PARTIAL)))
+            partial_fields.append(field)
+            combined = Field.fresh(target.name, agg.dtype)
+            final_aggs.append(AggCall(agg.name, (field.ref(),), agg.dtype,
+                                      function=replace(agg.function, step=FINAL)))
+            final_fields.append(combined)
+            outputs.append(combined.ref())
+        elif agg.name == "avg":
             arg = agg.args[0]
             as_float = arg if arg.dtype.equals(T.FLOAT64) else Cast(arg, T.FLOAT64)
             total = add(AggCall("sum", (as_float,), T.FLOAT64, filter=agg.filter),

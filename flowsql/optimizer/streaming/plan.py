@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from flowsql.errors import PlanError
 from flowsql.optimizer.aggregate_filter import filter_into_arguments
 from flowsql.optimizer.streaming.patterns import interval_bounds, interval_ms, rank_range
+from flowsql.optimizer.streaming.user_aggregates import check_user_group_aggregate
 from flowsql.planner.config.connectors import CONNECTORS, connector_of
 from flowsql.planner.expressions import (
     AggCall,
@@ -291,11 +292,7 @@ class _Planner:
         if window is not None:
             return self._windowed_aggregate(node, child, info, window)
         if user:
-            raise PlanError(f"streaming GROUP BY cannot compute the user-defined aggregate "
-                            f"{', '.join(user)}: an aggregate that emits updates must retract "
-                            "rows, and a vectorized user aggregate (called once per group) "
-                            "has no retract step; group by a window (TUMBLE, HOP, CUMULATE, "
-                            "SESSION) or run the query in batch mode")
+            check_user_group_aggregate(node, info.mode == UPDATING, info.updated_by)
         plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
                                   node.agg_fields, node.est_rows)
         return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),
@@ -320,7 +317,7 @@ class _Planner:
         (child,), (info,) = self._inputs(node)
         first = node.calls[0]
         order = first.order_by
-        if any(c.name not in _OVER_AGGREGATES and c.name != "count_star" for c in node.calls):
+        if any(c.name not in _OVER_AGGREGATES and c.function is None and c.name != "count_star" for c in node.calls):
             names = sorted({c.name for c in node.calls})
             raise PlanError(f"window functions {', '.join(names)} over a stream: only ROW_NUMBER"
                             " filtered to a range (Top-N, deduplication) and aggregates ordered "
@@ -345,7 +342,15 @@ class _Planner:
         elif frame.start.kind != "unbounded_preceding":
             raise PlanError("OVER frames over a stream must start at UNBOUNDED PRECEDING or "
                             "n PRECEDING")
-        aggs = tuple(AggCall(c.name, c.args, c.dtype) for c in node.calls)
+        functions = sorted({c.name for c in node.calls if c.function is not None
+                            and not c.function.accumulator})
+        if functions and preceding is None:
+            raise PlanError(f"OVER aggregates over a stream with an UNBOUNDED PRECEDING frame "
+                            f"cannot compute the user-defined aggregate {', '.join(functions)}"
+                            ": a function called with all of a frame's rows would need every "
+                            "row of the partition kept; declare it as a class (an accumulator)"
+                            " or bound the frame (n PRECEDING)")
+        aggs = tuple(AggCall(c.name, c.args, c.dtype, function=c.function) for c in node.calls)
         if order[0].expr.cid in info.proctimes:
             child = ProctimeWatermarkExec(child, order[0].expr, child.est_rows)
         plan = OverAggregateExec(child, first.partition_by, order[0].expr, frame.mode,

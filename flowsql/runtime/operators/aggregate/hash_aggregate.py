@@ -13,8 +13,9 @@ values (Acero's ``distinct``) and aggregate those in a second, small group-by.
 User-defined aggregates (``AggCall.function``) keep all their argument columns (and their
 FILTER as a mask); at end of input one more Acero ``list`` aggregate of the row numbers
 gives each group's rows, and the function is called once per group with the group's
-arrays (``runtime.user_functions.aggregate``). They are never split into partial and
-final aggregates (the function has no merge step).
+arrays (``runtime.user_functions.aggregate``). Only a class-form aggregate with ``merge``
+is split into partial and final aggregates (its partial step returns accumulators as JSON
+text, its final step merges them); the call per group is the same for every step.
 """
 
 from __future__ import annotations

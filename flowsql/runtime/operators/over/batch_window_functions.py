@@ -1,6 +1,7 @@
 """Window: append one column per window function call to every input row (blocking).
 
-At end of input, the calls are grouped by their window (partition keys and order keys);
+A user-defined aggregate over a window runs once per distinct frame
+(``runtime.user_functions.frames``). At end of input, the calls are grouped by their window (partition keys and order keys);
 per window the rows are sorted once by (partition, order), the partition and peer
 layout is computed once, every call of that window is evaluated over the sorted rows
 (:mod:`window_functions`), and the results are put back in input order. Output rows keep
@@ -30,6 +31,7 @@ from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
+from flowsql.runtime.user_functions.frames import call_per_frame
 
 _RANKING = {"row_number": W.row_number, "rank": W.rank, "dense_rank": W.dense_rank,
             "percent_rank": W.percent_rank, "cume_dist": W.cume_dist}
@@ -43,6 +45,8 @@ class WindowOperator(Operator):
     def __init__(self, node: WindowExec) -> None:
         self.node = node
         for call in node.calls:
+            if call.function is not None:  # a user-defined aggregate (user_functions.frames)
+                continue
             if call.name not in (*_RANKING, *_AGGREGATES, *_VALUES, "ntile", "lag", "lead"):
                 raise ExecutionError(f"window function {call.name} is not supported")
             if call.distinct:
@@ -118,6 +122,11 @@ class WindowOperator(Operator):
             return W.shifted(layout, values, -offsets if name == "lag" else offsets, default)
         frame = call.frame or default_frame(bool(call.order_by))
         start, end = frame_bounds(frame, layout, call.order_by, order)
+        if call.function is not None:
+            partition = [self._evaluate(e).take(perm) for e in call.partition_by]
+            return call_per_frame(call.function, [self._argument(call, j, perm)
+                                                  for j in range(len(call.args))],
+                                  start, end, _describe_partition(call, partition))
         if name == "count_star" or (name == "count" and not call.args):
             return pa.array(W.frame_count(None, start, end))
         values = self._argument(call, 0, perm)
@@ -135,3 +144,15 @@ class WindowOperator(Operator):
                           dtype=np.int64) if name == "nth_value"
                else np.ones(layout.n, dtype=np.int64))
         return W.nth_in_frame(values, start, end, nth)
+
+
+def _describe_partition(call: WindowCall, partition: list[pa.Array]) -> Callable[[int], str]:
+    """Names the window partition of a sorted row, for errors."""
+    def describe(row: int) -> str:
+        if not partition:
+            return "the whole input"
+        from flowsql.planner.expressions import render
+        values = ", ".join(f"{render(e)} = {p[row].as_py()!r}"
+                           for e, p in zip(call.partition_by, partition))
+        return f"the partition ({values})"
+    return describe

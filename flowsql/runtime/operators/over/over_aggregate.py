@@ -27,6 +27,9 @@ Semantics (Flink's, which the tests check row by row):
   (rowtime, arrival) order (unbounded: all earlier rows);
 * COUNT(*) counts rows, COUNT(x) non-NULL values; SUM / AVG / MIN / MAX are NULL over a
   frame without non-NULL values; results are cast to each call's type;
+* a user-defined aggregate runs once per distinct frame of the released rows
+  (``runtime.user_functions.frames``); under an UNBOUNDED frame it must be a class, whose
+  accumulator summarizes each partition's history (the planner refuses a function);
 * end of input is the watermark +infinity: every waiting row is released.
 
 Why wait for the watermark: only then are the rows before a row's rowtime complete, so the
@@ -82,8 +85,8 @@ class OverAggregateOperator(EventTimeOperator):
 
     def __init__(self, node: OverAggregateExec) -> None:
         self.node = node
-        bad = [a.name for a in node.aggs if a.name not in SUPPORTED or a.distinct
-               or a.filter is not None]
+        bad = [a.name for a in node.aggs if (a.name not in SUPPORTED and a.function is None)
+               or a.distinct or a.filter is not None]
         if bad:
             raise PlanError(f"OVER aggregate over a stream cannot compute {', '.join(bad)}")
         if node.frame not in ("rows", "range"):
@@ -92,7 +95,11 @@ class OverAggregateOperator(EventTimeOperator):
             raise PlanError(f"OVER aggregate: negative PRECEDING offset {node.preceding}")
         self._window = OverFrame(node.frame, node.preceding, node.time_column)
         self._keys = [f"k{i}" for i in range(len(node.partition_keys))]
-        self._arguments = [None if a.name == "count_star" else a.args[0] for a in node.aggs]
+        self._arguments = [None if a.name == "count_star" or a.function is not None
+                           else a.args[0] for a in node.aggs]
+        #: every argument of each user-defined aggregate, by aggregate index
+        self._user_arguments = {j: a.args for j, a in enumerate(node.aggs)
+                                if a.function is not None}
         input_schema = to_arrow_schema(node.input.schema)
         self._width = len(input_schema)
         keys = [pa.field(k, e.dtype) for k, e in zip(self._keys, node.partition_keys)]
@@ -100,9 +107,12 @@ class OverAggregateOperator(EventTimeOperator):
         self._pending_schema = pa.schema(
             common + [pa.field(f"x{j}", e.dtype) for j, e in enumerate(self._arguments)
                       if e is not None]
+            + [pa.field(f"x{j}_{m}", e.dtype) for j, args in self._user_arguments.items()
+               for m, e in enumerate(args)]
             + [pa.field(f"c{i}", f.type) for i, f in enumerate(input_schema)])
         self._contributions = contribution_fields(
-            node.aggs, [None if e is None else e.dtype for e in self._arguments])
+            node.aggs, [None if e is None else e.dtype for e in self._arguments],
+            unbounded=node.preceding is None)
         self._history_schema = pa.schema(common + self._contributions)
         # bounded frames judge lateness per key (see the module docstring)
         self._per_key = node.preceding is not None
@@ -116,6 +126,8 @@ class OverAggregateOperator(EventTimeOperator):
         self._key_fns = [compile_expr(k, schema) for k in self.node.partition_keys]
         self._arg_fns = [None if e is None else compile_expr(e, schema)
                          for e in self._arguments]
+        self._user_fns = [(compile_expr(e, schema), e.dtype)
+                          for args in self._user_arguments.values() for e in args]
         self._start_event_time(context)
         self._pending = self._store.keyed_table("pending", self._pending_schema)
         self._history = self._store.keyed_table("history", self._history_schema)
@@ -150,6 +162,7 @@ class OverAggregateOperator(EventTimeOperator):
         self._next_counter += n
         arguments = [conform(fn(rows), e.dtype) for fn, e in zip(self._arg_fns, self._arguments)
                      if fn is not None and e is not None]
+        arguments += [conform(fn(rows), dtype) for fn, dtype in self._user_fns]
         columns = [pa.array(groups), *keys, pa.array(ts), pa.array(seq), *arguments,
                    *rows.columns]
         table = pa.Table.from_arrays(columns, schema=self._pending.schema)
@@ -207,7 +220,8 @@ class OverAggregateOperator(EventTimeOperator):
         for field, column in zip(self._contributions,
                                  contributions([None if a is None else a.combine_chunks()
                                                 for a in arguments],
-                                               self._contributions, released.num_rows)):
+                                               self._contributions, released.num_rows,
+                                               self._released_user_arguments(released))):
             fresh = fresh.append_column(field, column)
         positions = pa.array(np.arange(released.num_rows, dtype=np.int64))
         fresh = fresh.select(history.column_names).cast(history.schema)
@@ -218,6 +232,10 @@ class OverAggregateOperator(EventTimeOperator):
                           self._history.schema)
         self._store_history(result.history, watermark)
         return self._emit(released, result.order, result.values)
+
+    def _released_user_arguments(self, released: pa.Table) -> dict[int, list[pa.Array]]:
+        return {j: [released.column(f"x{j}_{m}").combine_chunks() for m in range(len(args))]
+                for j, args in self._user_arguments.items()}
 
     def _store_history(self, history: pa.Table, watermark: int) -> None:
         if watermark == MAX_WATERMARK:  # nothing can arrive after +infinity

@@ -19,6 +19,11 @@ accumulators) instead of every row seen:
   NULL when there was no non-NULL value (the frame functions then skip it, which is
   exactly the NULL semantics of these aggregates).
 
+A user-defined aggregate ``j`` (``runtime.user_functions.frames``) contributes its raw
+arguments ``u<j>_<m>``; under an UNBOUNDED frame (class form only) a summary row carries
+the partition's accumulator as JSON text in ``a<j>`` (NULL in real rows) and NULL
+arguments, and a frame starting at it starts from that accumulator.
+
 A summary row sorts before every row released later because its rowtime is that of the
 last row it summarizes, and rows released later are strictly later (an UNBOUNDED frame
 drops a row at or behind the watermark as late, and every summarized row was at or behind
@@ -28,7 +33,7 @@ the partition's last released rowtime, which is what their history is cut agains
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +45,7 @@ from flowsql.planner.expressions import AggCall, Expr, Frame, FrameBound, SortKe
 from flowsql.runtime.kernels.batches import conform
 from flowsql.runtime.operators.over import window_functions as W
 from flowsql.runtime.operators.over.window_frames import Layout, frame_bounds
+from flowsql.runtime.user_functions.frames import call_per_frame
 
 #: aggregate calls an event-time OVER aggregate computes
 SUPPORTED = ("count_star", "count", "sum", "avg", "min", "max")
@@ -59,11 +65,17 @@ def carry_type(agg: AggCall, arg_type: pa.DataType) -> pa.DataType:
     return pa.float64()
 
 
-def contribution_fields(aggs: Sequence[AggCall], arg_types: Sequence[pa.DataType | None]
-                        ) -> list[pa.Field]:
-    """``w`` then, per aggregate, the ``v<j>`` / ``n<j>`` columns it needs."""
+def contribution_fields(aggs: Sequence[AggCall], arg_types: Sequence[pa.DataType | None],
+                        unbounded: bool = False) -> list[pa.Field]:
+    """``w`` then, per aggregate, the ``v<j>`` / ``n<j>`` columns it needs (``u<j>_<m>``,
+    and ``a<j>`` under an ``unbounded`` frame, for a user-defined one)."""
     fields = [pa.field("w", pa.int64())]
     for j, (agg, arg_type) in enumerate(zip(aggs, arg_types)):
+        if agg.function is not None:
+            fields += [pa.field(f"u{j}_{m}", a.dtype) for m, a in enumerate(agg.args)]
+            if unbounded:
+                fields.append(pa.field(f"a{j}", pa.string()))
+            continue
         if agg.name in ("sum", "avg", "min", "max"):
             assert arg_type is not None
             fields.append(pa.field(f"v{j}", carry_type(agg, arg_type)))
@@ -73,19 +85,27 @@ def contribution_fields(aggs: Sequence[AggCall], arg_types: Sequence[pa.DataType
 
 
 def contributions(arguments: Sequence[pa.Array | None], fields: Sequence[pa.Field],
-                  num_rows: int) -> list[pa.Array]:
+                  num_rows: int, user_arguments: Mapping[int, Sequence[pa.Array]] | None = None
+                  ) -> list[pa.Array]:
     """The contribution columns (``fields`` of :func:`contribution_fields`) of real rows,
-    from each aggregate's argument values (None for COUNT(*))."""
-    types = {f.name: f.type for f in fields}
-    columns = [pa.array(np.ones(num_rows, np.int64))]
-    for j, values in enumerate(arguments):
-        if f"v{j}" in types:
+    from each aggregate's argument values (None for COUNT(*)); ``user_arguments`` holds
+    every argument of each user-defined aggregate, by aggregate index."""
+    columns = []
+    for field in fields:
+        name = field.name
+        if name == "w":
+            columns.append(pa.array(np.ones(num_rows, np.int64)))
+        elif name[0] == "u":
+            j, m = (int(part) for part in name[1:].split("_"))
+            assert user_arguments is not None
+            columns.append(conform(user_arguments[j][m], field.type))
+        elif name[0] == "a":
+            columns.append(pa.nulls(num_rows, pa.string()))
+        else:
+            values = arguments[int(name[1:])]
             assert values is not None
-            columns.append(conform(values, types[f"v{j}"]))
-        if f"n{j}" in types:
-            assert values is not None
-            columns.append(pa.array(values.is_valid().to_numpy(zero_copy_only=False)
-                                    .astype(np.int64)))
+            columns.append(conform(values, field.type) if name[0] == "v" else pa.array(
+                values.is_valid().to_numpy(zero_copy_only=False).astype(np.int64)))
     return columns
 
 
@@ -131,6 +151,10 @@ def evaluate(combined: pa.Table, keys: Sequence[str], aggs: Sequence[AggCall],
     columns = {name: combined.column(name).combine_chunks() for name in history_schema.names
                if _is_contribution(name)}
     values = [_aggregate(agg, j, columns, start[released], end[released], frame, layout)
+              if agg.function is None else
+              call_per_frame(agg.function, _user_arguments(columns, j, agg),
+                             start[released], end[released],
+                             _describe(combined, keys, released), columns.get(f"a{j}"))
               for j, agg in enumerate(aggs)]
     return Evaluated(position[released], values,
                      _next_history(combined, columns, layout, window, aggs, frame,
@@ -138,7 +162,24 @@ def evaluate(combined: pa.Table, keys: Sequence[str], aggs: Sequence[AggCall],
 
 
 def _is_contribution(name: str) -> bool:
-    return name == "w" or (name[0] in "vn" and name[1:].isdigit())
+    return name == "w" or (name[0] in "vna" and name[1:].isdigit()) or (
+        name[0] == "u" and name[1:].replace("_", "").isdigit())
+
+
+def _user_arguments(columns: dict[str, pa.Array], j: int, agg: AggCall) -> list[pa.Array]:
+    return [columns[f"u{j}_{m}"] for m in range(len(agg.args))]
+
+
+def _describe(combined: pa.Table, keys: Sequence[str], rows: np.ndarray
+              ) -> Callable[[int], str]:
+    """Names the partition of ``rows[i]`` (for errors of user-defined aggregates)."""
+    def describe(i: int) -> str:
+        if not keys:
+            return "the whole input"
+        values = ", ".join(f"{k} = {combined.column(k)[int(rows[i])].as_py()!r}"
+                           for k in keys)
+        return f"the partition ({values})"
+    return describe
 
 
 def _weighted(counts: pa.Array, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -184,8 +225,17 @@ def _next_history(combined: pa.Table, columns: dict[str, pa.Array], layout: Layo
     start, end = layout.part_start[last], layout.part_end[last]
     summary = kept.take(pa.array(last))
     for name in filter(_is_contribution, history_schema.names):
-        if name[0] != "v":
-            value: pa.Array = pa.array(_weighted(columns[name], start, end))
+        if name[0] == "u":  # a summary row carries its user aggregates in a<j>
+            value: pa.Array = pa.nulls(len(last), history_schema.field(name).type)
+        elif name[0] == "a":
+            j = int(name[1:])
+            function = aggs[j].function
+            assert function is not None
+            value = call_per_frame(function, _user_arguments(columns, j, aggs[j]), start,
+                                   end, _describe(combined, [], last), columns[name],
+                                   accumulators=True)
+        elif name[0] != "v":
+            value = pa.array(_weighted(columns[name], start, end))
         elif aggs[int(name[1:])].name in ("sum", "avg"):
             value = W.frame_sum(columns[name], start, end)
         else:
