@@ -21,18 +21,18 @@ META_COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 _STATEMENTS: tuple[tuple[str, str], ...] = (
-    ("SELECT ... ;", "run a query (streaming queries print changes until Ctrl-C)"),
-    ("INSERT INTO t SELECT ...;", "submit a job writing into table t"),
-    ("CREATE TABLE t (...) WITH ('connector' = '...', ...);", "declare a table"),
-    ("CREATE [OR REPLACE] VIEW v AS SELECT ...;", "declare a view"),
+    ("SELECT ...;", "run a query"),
+    ("INSERT INTO t SELECT ...;", "submit a job writing into t"),
+    ("CREATE TABLE t (...) WITH (...);", "declare a table"),
+    ("CREATE [OR REPLACE] VIEW v AS ...;", "declare a view"),
     ("CREATE FUNCTION f AS 'module.function';", "register a Python function"),
     ("DROP TABLE | VIEW | FUNCTION name;", "remove it from the session"),
-    ("SHOW TABLES; SHOW FUNCTIONS;", "list tables and views, functions"),
-    ("DESCRIBE name;", "the columns of a table or view"),
+    ("SHOW TABLES; SHOW FUNCTIONS;", "list tables, functions"),
+    ("DESCRIBE name;", "a table's or view's columns"),
     ("EXPLAIN [VERBOSE | ANALYZE] SELECT ...;", "the plan (ANALYZE runs it)"),
     ("ANALYZE TABLE t COMPUTE STATISTICS;", "statistics for the optimizer"),
-    ("SET; SET 'key' = 'value'; RESET 'key';", "list, change or reset settings"),
-    ("SHOW JOBS;", "the session's jobs and their status"),
+    ("SET; SET 'key' = 'value'; RESET 'key';", "list, change, reset settings"),
+    ("SHOW JOBS;", "the session's jobs"),
     ("STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN];", "stop a job"),
 )
 
@@ -44,7 +44,8 @@ def _table(rows: tuple[tuple[str, str], ...]) -> str:
 
 HELP_TEXT = f"""\
 Type SQL statements ended by ';' (Enter before the ';' continues the statement).
-Tab completes keywords, functions, tables, columns, settings and connector options.
+A streaming query prints its changes until Ctrl-C; INSERT INTO runs as a job.
+Tab completes keywords, functions, tables, columns, settings and table options.
 Statements:
 {_table(_STATEMENTS)}
 Commands:
