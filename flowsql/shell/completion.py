@@ -145,7 +145,7 @@ def _offer(context: CompletionContext, session: Session) -> Iterator[Candidate]:
         option = find_setting(context.key or "")
         if option is not None:
             for value in _values(option):
-                yield _quoted(value, context.quoted, option.key)
+                yield _quoted(value, context.quoted, "")
     elif kind == "option_key":
         yield from _option_keys(context)
     elif kind == "option_value":
@@ -267,4 +267,4 @@ def _option_values(context: CompletionContext) -> Iterator[Candidate]:
     for option in _declared_options(context.options):
         if option.key == key:
             for value in _values(option):
-                yield _quoted(value, context.quoted, option.key)
+                yield _quoted(value, context.quoted, "")
