@@ -8,6 +8,7 @@ sleeping a fixed time, so they are fast on an idle machine and still pass on a l
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
@@ -17,6 +18,36 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "flowsql>"
+_SGR = re.compile(r"\x1b\[([\d;]*)m")
+#: SGR attributes by code: what a test can ask of a character
+ATTRIBUTES = {"1": "bold", "3": "italic", "4": "underline", "7": "reverse"}
+
+
+def _attributes_after(active: frozenset[str], parameters: str) -> frozenset[str]:
+    """The attributes in force after one SGR sequence: ``0`` (or nothing) resets, colours
+    (``38;5;N``, ``48;5;N``, ``38;2;R;G;B``, 30-49) become ``colour``, other codes are
+    looked up in ATTRIBUTES."""
+    codes = parameters.split(";") if parameters else ["0"]
+    result = set(active)
+    index = 0
+    while index < len(codes):
+        code = codes[index]
+        if code in ("38", "48"):
+            result.add("colour")
+            index += 3 if codes[index + 1:index + 2] == ["5"] else 5
+            continue
+        if code in ("", "0"):
+            result = set()
+        elif code in ("39", "49"):
+            result.discard("colour")
+        elif code.isdigit() and 30 <= int(code) <= 47:
+            result.add("colour")
+        elif code in ("22", "23", "24", "27"):
+            result.discard(ATTRIBUTES.get(code[1], ""))
+        elif code in ATTRIBUTES:
+            result.add(ATTRIBUTES[code])
+        index += 1
+    return frozenset(result)
 
 
 class TerminalShell:
@@ -55,6 +86,20 @@ class TerminalShell:
         while lines and not lines[-1]:
             lines.pop()
         return lines
+
+    def styled_line(self, row: int) -> list[tuple[str, frozenset[str]]]:
+        """Line ``row`` of the screen as ``(character, attributes)`` pairs (attributes:
+        bold, italic, underline, reverse, colour)."""
+        line = self._tmux("capture-pane", "-p", "-e").splitlines()[row]
+        styled: list[tuple[str, frozenset[str]]] = []
+        active: frozenset[str] = frozenset()
+        position = 0
+        for match in _SGR.finditer(line):
+            styled.extend((char, active) for char in line[position:match.start()])
+            active = _attributes_after(active, match.group(1))
+            position = match.end()
+        styled.extend((char, active) for char in line[position:])
+        return styled
 
     def wait_for(self, condition: Callable[[list[str]], bool],
                  timeout: float = 60.0) -> list[str]:

@@ -116,3 +116,28 @@ def test_a_statement_typed_over_three_lines(shell: TerminalShell) -> None:
                            "1 | 2",
                            "2 | 4"]
     assert screen[-2:] == ["", PROMPT]
+
+
+def test_keywords_strings_and_comments_are_coloured_and_brackets_matched(
+        shell: TerminalShell) -> None:
+    typed = "SELECT (1 + 2) AS x, 'a' -- note"
+    shell.type(typed)
+    expect(shell, [f"{PROMPT} {typed}"])
+    start = len(PROMPT) + 1
+
+    def attributes(text: str) -> set[frozenset[str]]:
+        """The attribute sets of the characters of ``text`` on the input line."""
+        at = start + typed.index(text)
+        return {attributes for _, attributes in shell.styled_line(0)[at:at + len(text)]}
+
+    assert "".join(char for char, _ in shell.styled_line(0)).rstrip() == f"{PROMPT} {typed}"
+    assert attributes("SELECT") == attributes("AS") == {frozenset({"bold", "colour"})}
+    assert attributes("'a'") == {frozenset({"colour"})}
+    assert attributes("-- note") == {frozenset({"italic", "colour"})}
+    assert attributes(" x, ") == {frozenset()}
+    # the cursor is at the end, on no bracket: neither bracket is marked
+    assert not any("reverse" in a for a in attributes("(") | attributes(")"))
+    shell.press(*["Left"] * len(" AS x, 'a' -- note"))  # just after ')'
+    shell.wait_for(lambda _: any("reverse" in a for a in attributes(")")))
+    assert all("reverse" in a for a in attributes("(") | attributes(")"))
+    assert not any("reverse" in a for a in attributes("1 + 2"))
