@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -167,3 +169,19 @@ def test_a_session_function_is_offered(session: Session) -> None:
 @flowsql.udf(result_type="VARCHAR")
 def shout(text: str) -> str:
     return text.upper()
+
+
+_FRAGMENTS = ["SELECT", " ", "FROM", "orders", "o", ".", ",", "(", ")", "'", '"', "`", ";",
+              "--", "/*", "*/", "\n", "WITH", "SET", "=", "'connector'", "JOIN", "cu",
+              "EXPLAIN", "\\", "d", "''", "a"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=14), st.integers(min_value=0))
+def test_any_text_and_cursor_gives_matching_completions_without_raising(
+        session: Session, parts: list[str], cut: int) -> None:
+    text = "".join(parts)
+    cut = cut % (len(text) + 1)
+    context = completion_context(text[:cut], text[cut:])
+    for _, shown, _ in complete(session, text[:cut], text[cut:]):
+        assert shown.lower().startswith(context.word.lower())
