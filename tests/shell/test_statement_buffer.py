@@ -75,11 +75,13 @@ def test_nested_comments_and_escapes_end_statements_as_the_parser_does(
     ("SELECT 1 /* a; /* b; */ c; */ ; SELECT 2;", ["SELECT 1", "SELECT 2"]),
 ])
 def test_the_shell_submits_what_the_parser_splits(script: str, statements: list[str]) -> None:
-    """Every prefix the shell would submit ends exactly where the parser ends a statement."""
-    assert [script[s:e] for s, e, _ in split_statements(script)] == statements
-    ends = [e for _, e, _ in split_statements(script)]
-    submitted = [i + 1 for i in range(len(script)) if statement_complete(script[:i + 1])
-                 and script[i] == ";"]
-    assert len(submitted) == len(statements)
-    for end, at in zip(ends, submitted, strict=True):
-        assert script[end:at].strip() == ";" or script[end:at].rstrip().endswith(";")
+    """Typed one character at a time, the script is ready to submit exactly at the ';' that
+    ends each statement the parser reads from it, and nowhere else."""
+    spans = split_statements(script)
+    assert [script[s:e] for s, e, _ in spans] == statements
+    ready = [i + 1 for i in range(len(script))
+             if script[i] == ";" and statement_complete(script[:i + 1])]
+    assert len(ready) == len(spans)
+    for (_, end, _), at in zip(spans, ready, strict=True):
+        # between the statement's last token and the ';' only space and comments
+        assert at > end and split_statements(script[end:at - 1]) == []
