@@ -3,7 +3,8 @@
 :class:`SqlCompleter` asks :func:`~flowsql.shell.completion_context.completion_context`
 where the cursor is, then offers the names that fit there:
 
-* a statement's first keyword at the start of a statement;
+* a statement's first keyword at the start of a statement, and the words that may follow
+  it (``CREATE`` ``TABLE``/``VIEW``/``FUNCTION``, ``SHOW`` ``TABLES``/``JOBS``, ...);
 * table and view names of the session's catalog after FROM, JOIN, INTO, TABLE, DESCRIBE
   (and ``\\d``);
 * columns of the statement's tables, functions (built-in and the session's own) and
@@ -34,7 +35,11 @@ from flowsql.planner.config.connector_model import CONNECTOR_OPTION, Connector
 from flowsql.planner.config.connectors import CONNECTORS
 from flowsql.planner.config.settings import PREFIX_FAMILIES, SETTINGS, find_setting
 from flowsql.planner.config.values import BOOLEAN, Option
-from flowsql.shell.completion_context import CompletionContext, completion_context
+from flowsql.shell.completion_context import (
+    SECOND_WORDS,
+    CompletionContext,
+    completion_context,
+)
 from flowsql.shell.help import META_COMMANDS
 from flowsql.sql.dialect import WINDOW_TVFS
 from flowsql.sql.functions import AGGREGATES, SCALAR_ALIASES, WINDOW_ONLY
@@ -126,6 +131,8 @@ def _offer(context: CompletionContext, session: Session) -> Iterator[Candidate]:
     kind = context.kind
     if kind == "statement_start":
         yield from _keywords(STATEMENT_KEYWORDS, context.word)
+    elif kind == "second_word":
+        yield from _keywords(SECOND_WORDS.get(context.key or "", ()), context.word)
     elif kind == "table":
         yield from _tables(session)
     elif kind == "qualified_column":

@@ -2,7 +2,8 @@
 
 :func:`completion_context` reads the text before the cursor (and the rest of the statement
 after it, for the tables a query names later, as in ``SELECT o.| FROM orders o``) and says
-what belongs at the cursor: a statement's first keyword, a table name, a column (of any
+what belongs at the cursor: a statement's first keyword (or the one after it: ``SHOW``
+``TABLES``), a table name, a column (of any
 table in scope, or of the one an ``alias.`` names), a setting key or value after ``SET``,
 a connector option key or value inside ``WITH (...)``, or a shell command after ``\\``.
 
@@ -23,10 +24,10 @@ from sqlglot.tokens import Token, TokenType
 from flowsql.errors import SqlSyntaxError
 from flowsql.sql.statement_parser import script_tokens
 
-__all__ = ["CompletionContext", "ContextKind", "completion_context"]
+__all__ = ["SECOND_WORDS", "CompletionContext", "ContextKind", "completion_context"]
 
 ContextKind = Literal[
-    "none", "statement_start", "expression", "table", "qualified_column", "setting_key",
+    "none", "statement_start", "second_word", "expression", "table", "qualified_column", "setting_key",
     "setting_value", "option_key", "option_value", "meta_command"]
 
 #: tokens after which a table or view name is expected
@@ -68,6 +69,17 @@ class CompletionContext:
 
 
 _NONE = CompletionContext("none")
+
+#: the words that may follow a statement's first word (context ``second_word``, whose
+#: ``key`` is the first word)
+SECOND_WORDS: dict[str, tuple[str, ...]] = {
+    "CREATE": ("TABLE", "VIEW", "FUNCTION", "OR", "TEMPORARY"),
+    "DROP": ("TABLE", "VIEW", "FUNCTION", "TEMPORARY"),
+    "SHOW": ("TABLES", "FUNCTIONS", "USER", "JOBS"),
+    "INSERT": ("INTO",),
+    "STOP": ("JOB",),
+    "ANALYZE": ("TABLE",),
+}
 
 
 def completion_context(before: str, after: str = "") -> CompletionContext:
@@ -166,6 +178,8 @@ def _statement_context(head: str, word: str, quoted: bool, after: str) -> Comple
         return _NONE
     if not tokens:
         return CompletionContext("statement_start", word)
+    if len(tokens) == 1 and first in SECOND_WORDS:
+        return CompletionContext("second_word", word, key=first)
     if _expects_table(tokens):
         return CompletionContext("table", word, tables=tables)
     return CompletionContext("expression", word, tables=tables)

@@ -80,6 +80,15 @@ def test_statement_start_keywords(session: Session) -> None:
     assert texts(session, "SELECT 1; se") == ["select", "set"]
 
 
+def test_the_word_after_a_statements_first_word(session: Session) -> None:
+    assert texts(session, "SHOW ") == ["TABLES", "FUNCTIONS", "USER", "JOBS"]
+    assert texts(session, "show j") == ["jobs"]
+    assert texts(session, "CREATE ") == ["TABLE", "VIEW", "FUNCTION", "OR", "TEMPORARY"]
+    assert texts(session, "DROP V") == ["VIEW"]
+    assert texts(session, "INSERT ") == ["INTO"]
+    assert texts(session, "STOP ") == ["JOB"]
+
+
 def test_setting_keys_and_allowed_values(session: Session) -> None:
     keys = sorted(option.key for option in SETTINGS)
     assert [shown for _, shown, _ in complete(session, "SET ")] == [*keys, "spark."]
