@@ -2,6 +2,7 @@
 
 Where the SQL comes from, first match wins: ``-c TEXT``; ``-f FILE`` (``-f -`` is stdin);
 a sub-command (``tpch``); stdin when it is not a terminal; otherwise the interactive shell.
+``-i FILE`` runs an init script in the same session before any of these (Flink's ``-i``).
 
 Output: every result goes to stdout in ``--format`` (an aligned table, CSV or JSON lines);
 results are printed as each statement completes, so earlier results survive a later error.
@@ -104,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run these ';'-separated statements and exit")
     source.add_argument("-f", "--file", metavar="FILE", dest="sql_file",
                         help="run the statements in FILE ('-' reads stdin) and exit")
+    parser.add_argument("-i", "--init", metavar="FILE", dest="init_file",
+                        help="run the statements in FILE first (e.g. CREATE TABLE, SET), "
+                             "then the SQL given or the interactive shell")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="how results are printed (default: table)")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
@@ -166,13 +170,16 @@ def _unavailable(name: str, reason: str) -> Callable[[argparse.Namespace], int]:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.subcommand is not None:
-        if args.sql_text is not None or args.sql_file is not None:
-            print(f"flowsql: error: -c/-f cannot be combined with '{args.subcommand}'",
+        if args.sql_text is not None or args.sql_file is not None or args.init_file is not None:
+            print(f"flowsql: error: -c/-f/-i cannot be combined with '{args.subcommand}'",
                   file=sys.stderr)
             return EXIT_INTERNAL
         return int(args.func(args) or EXIT_OK)
     session = _open_session(args.settings)
     try:
+        if args.init_file is not None:
+            # as Flink's -i: an error in the init script ends the command (status 1)
+            _run_script(session, _read_script(args.init_file), args)
         if args.sql_text is not None:
             return _run_script(session, args.sql_text, args)
         if args.sql_file is not None:

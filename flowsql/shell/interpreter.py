@@ -27,6 +27,7 @@ from flowsql.render import (
     render_table,
     row_count_footer,
 )
+from flowsql.shell.help import HELP_TEXT, is_help_request
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
@@ -35,17 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["HELP_TEXT", "Interpreter"]
 
 QUIT_WORDS = ("\\q", "quit", "exit")
-
-HELP_TEXT = """\
-Type SQL statements ended by ';' (Enter before the ';' continues the statement).
-INSERT INTO runs as a job in the background; SHOW JOBS; lists the jobs and their status;
-STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN]; stops one (with a savepoint to start from).
-Meta-commands:
-  \\?          show this help
-  \\q          quit (also: quit, exit, Ctrl-D)
-  \\d          list tables and views
-  \\d NAME     describe table or view NAME
-Ctrl-C cancels the current input or the running statement."""
 
 
 class Interpreter:
@@ -65,7 +55,8 @@ class Interpreter:
     @staticmethod
     def is_meta_command(text: str) -> bool:
         stripped = text.strip()
-        return stripped.startswith("\\") or stripped.rstrip(";").strip().lower() in QUIT_WORDS
+        return (stripped.startswith("\\") or is_help_request(stripped)
+                or stripped.rstrip(";").strip().lower() in QUIT_WORDS)
 
     def ready(self, text: str) -> bool:
         """Should Enter submit ``text``? Yes for a meta-command, for blank input (to get a
@@ -137,7 +128,7 @@ class Interpreter:
         argument = argument.strip()
         if command.lower() in QUIT_WORDS:
             return False
-        if name == "\\?":
+        if is_help_request(command):
             self.write(HELP_TEXT + "\n")
         elif name == "\\d":
             self._run(f"DESCRIBE {argument}" if argument else "SHOW TABLES")

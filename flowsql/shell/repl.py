@@ -2,7 +2,8 @@
 
 This file owns only terminal concerns: the prompt and continuation prompt, multi-line
 editing (Enter submits when :meth:`Interpreter.ready` says so, otherwise starts a new line),
-the history file, and what Ctrl-C / Ctrl-D mean. Ctrl-C while typing discards the input;
+the history file, and what Ctrl-C / Ctrl-D mean. Tab completion (``completion``) and
+syntax and bracket highlighting (``highlighting``) are plugged in here. Ctrl-C while typing discards the input;
 Ctrl-C while a statement runs cancels it; Ctrl-D on an empty line quits.
 
 The history file is ``~/.flowsql_history``; the environment variable ``FLOWSQL_HISTORY``
@@ -20,6 +21,8 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 import flowsql
+from flowsql.shell.completion import SqlCompleter
+from flowsql.shell.highlighting import input_processors, sql_lexer, style
 from flowsql.shell.interpreter import Interpreter
 
 if TYPE_CHECKING:
@@ -84,7 +87,9 @@ def run_repl(session: Session, *, input: Input | None = None, output: Output | N
     interpreter = Interpreter(session, out=out, err=err, max_rows=max_rows)
     prompt: PromptSession[str] = PromptSession(
         PROMPT, multiline=True, prompt_continuation=_continuation, history=_history(),
-        key_bindings=_key_bindings(interpreter), input=input, output=output)
+        key_bindings=_key_bindings(interpreter), input=input, output=output,
+        completer=SqlCompleter(session), complete_while_typing=False, lexer=sql_lexer(),
+        input_processors=input_processors(), style=style())
     interpreter.write(f"flowsql {flowsql.__version__}: type \\? for help, \\q to quit\n")
     while True:
         try:

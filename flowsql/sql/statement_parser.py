@@ -168,6 +168,15 @@ def _tokens(text: str) -> list[Token]:
         raise unclosed_text_error(text) from None
 
 
+def script_tokens(text: str) -> list[Token]:
+    """The dialect's tokens of ``text``, as :func:`split_statements` sees them: a
+    ``SEMICOLON`` token ends a statement, and a ``;`` inside a string, quoted identifier or
+    comment is no token. SqlSyntaxError naming the opening of a quote or comment left open.
+    The shell asks this whether typed text ends a statement, so it and the parser always
+    agree on where statements end."""
+    return _tokens(text)
+
+
 def _mask(text: str, start: int, end: int) -> str:
     """Keep text[start:end]; blank everything else except newlines."""
     def blank(s: str) -> str:

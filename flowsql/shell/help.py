@@ -1,0 +1,59 @@
+"""What ``help``, ``HELP;`` and ``\\?`` print: the shell's commands and the statements.
+
+One text, kept beside the words that ask for it so the interpreter, the completer and the
+docs name the same commands. Statement forms are those the parser reads
+(``flowsql.sql.statement_parser`` and ``function_statements``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["HELP_TEXT", "HELP_WORDS", "META_COMMANDS", "is_help_request"]
+
+#: what asks for help: ``\?`` and the word ``help`` (any case, with or without ``;``)
+HELP_WORDS = ("\\?", "help", "\\h")
+
+#: the meta-commands with what they do; the completer offers these after a ``\``
+META_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("\\?", "show this help (also: help, HELP;)"),
+    ("\\q", "quit (also: quit, exit, Ctrl-D)"),
+    ("\\d", "list tables and views"),
+    ("\\d NAME", "describe table or view NAME"),
+)
+
+_STATEMENTS: tuple[tuple[str, str], ...] = (
+    ("SELECT ...;", "run a query"),
+    ("INSERT INTO t SELECT ...;", "submit a job writing into t"),
+    ("CREATE TABLE t (...) WITH (...);", "declare a table"),
+    ("CREATE [OR REPLACE] VIEW v AS ...;", "declare a view"),
+    ("CREATE FUNCTION f AS 'module.function';", "register a Python function"),
+    ("DROP TABLE | VIEW | FUNCTION name;", "remove it from the session"),
+    ("SHOW TABLES; SHOW FUNCTIONS;", "list tables, functions"),
+    ("DESCRIBE name;", "a table's or view's columns"),
+    ("EXPLAIN [VERBOSE | ANALYZE] SELECT ...;", "the plan (ANALYZE runs it)"),
+    ("ANALYZE TABLE t COMPUTE STATISTICS;", "statistics for the optimizer"),
+    ("SET; SET 'key' = 'value'; RESET 'key';", "list, change, reset settings"),
+    ("SHOW JOBS;", "the session's jobs"),
+    ("STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN];", "stop a job"),
+)
+
+
+def _table(rows: tuple[tuple[str, str], ...]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"  {name.ljust(width)}  {what}" for name, what in rows)
+
+
+HELP_TEXT = f"""\
+Type SQL statements ended by ';' (Enter before the ';' continues the statement).
+A streaming query prints its changes until Ctrl-C; INSERT INTO runs as a job.
+Tab completes keywords, functions, tables, columns, settings and table options.
+Statements:
+{_table(_STATEMENTS)}
+Commands:
+{_table(META_COMMANDS)}
+Ctrl-C cancels the current input or the running statement."""
+
+
+def is_help_request(text: str) -> bool:
+    """True for ``help``, ``HELP;``, ``\\?`` (and ``\\h``): surrounding space, case and
+    trailing ``;`` ignored."""
+    return text.strip().rstrip(";").strip().lower() in HELP_WORDS

@@ -1,0 +1,143 @@
+"""The real shell in a pseudo-terminal: completion menus, help, -i and multi-line input,
+asserted on the exact text on the screen. One shell serves the whole module; every test
+starts from an empty prompt at the top of a cleared screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import flowsql
+from flowsql.shell.help import HELP_TEXT
+from tests.shell.terminal import PROMPT, TerminalShell
+
+INIT = """\
+CREATE TABLE orders (id BIGINT, customer VARCHAR, amount DOUBLE)
+  WITH ('connector' = 'datagen', 'number-of-rows' = '3');
+CREATE VIEW big AS SELECT id, amount FROM orders;
+"""
+#: what the init script printed, then the banner and the first prompt
+START_SCREEN = ["Table 'orders' created", "", "View 'big' created",
+                f"flowsql {flowsql.__version__}: type \\? for help, \\q to quit", "", PROMPT]
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TerminalShell, list[str]]]:
+    workdir = tmp_path_factory.mktemp("terminal")
+    init = workdir / "init.sql"
+    init.write_text(INIT)
+    shell = TerminalShell(["-i", str(init)], workdir)
+    try:
+        first = shell.wait_for(lambda lines: lines[-1:] == [PROMPT])
+        yield shell, first
+    finally:
+        shell.close()
+
+
+@pytest.fixture
+def shell(started: tuple[TerminalShell, list[str]]) -> TerminalShell:
+    terminal, _ = started
+    terminal.fresh_prompt()
+    return terminal
+
+
+def menu(typed: str, *items: str) -> list[str]:
+    """The screen of a completion menu opened at the end of ``typed`` (nothing of the word
+    typed yet): the input line, then one item per line, one column right of the cursor."""
+    indent = " " * (len(f"{PROMPT} {typed}") + 1)
+    return [f"{PROMPT} {typed}".rstrip(), *(f"{indent}{item}" for item in items)]
+
+
+def expect(shell: TerminalShell, lines: list[str]) -> None:
+    assert shell.wait_for(lambda screen: screen == lines, timeout=20) == lines
+
+
+def test_init_script_runs_before_the_first_prompt(
+        started: tuple[TerminalShell, list[str]]) -> None:
+    _, first = started
+    assert first == START_SCREEN
+
+
+def test_tables_and_views_after_from(shell: TerminalShell) -> None:
+    shell.type("SELECT * FROM ")
+    shell.press("Tab")
+    expect(shell, menu("SELECT * FROM ", "big     view", "orders  table"))
+
+
+def test_columns_after_an_alias_named_later_in_the_statement(shell: TerminalShell) -> None:
+    shell.type("SELECT o. FROM orders o")
+    shell.press(*["Left"] * len(" FROM orders o"))
+    shell.press("Tab")
+    expect(shell, [f"{PROMPT} SELECT o. FROM orders o",
+                   *menu("SELECT o.", "id        BIGINT", "customer  VARCHAR",
+                         "amount    DOUBLE")[1:]])
+    shell.type("cu")
+    shell.press("Tab")
+    expect(shell, ["flowsql> SELECT o.customer FROM orders o"])
+
+
+def test_setting_key_then_its_allowed_values(shell: TerminalShell) -> None:
+    shell.type("SET 'execution.runt")
+    shell.press("Tab")  # one key fits: it is inserted with its closing quote
+    expect(shell, ["flowsql> SET 'execution.runtime-mode'"])
+    shell.type(" = '")
+    shell.press("Tab")
+    expect(shell, menu("SET 'execution.runtime-mode' = '", "batch", "streaming"))
+
+
+def test_option_keys_of_the_connector_in_that_with(shell: TerminalShell) -> None:
+    typed = "CREATE TABLE g (x INT) WITH ('connector' = 'datagen', '"
+    shell.type(typed)
+    shell.press("Tab")
+    expect(shell, menu(typed, "number-of-rows   integer", "rows-per-second  integer",
+                       "seed             integer"))
+
+
+@pytest.mark.parametrize("spelling", ["help", "HELP;", "\\?"])
+def test_help_in_each_spelling_prints_at_once(shell: TerminalShell, spelling: str) -> None:
+    shell.type(spelling)
+    shell.press("Enter")
+    expect(shell, [f"{PROMPT} {spelling}", *HELP_TEXT.splitlines(), "", PROMPT])
+
+
+def test_a_statement_typed_over_three_lines(shell: TerminalShell) -> None:
+    for line in ("SELECT x,", "  x * 2 AS y", "FROM (VALUES (1), (2)) AS v(x);"):
+        shell.type(line)
+        shell.press("Enter")
+    screen = shell.wait_for(lambda lines: lines[-1:] == [PROMPT] and len(lines) > 3)
+    timing = screen[-3]
+    assert timing.startswith("2 rows in ") and timing.endswith(" s")
+    assert screen[:-3] == ["flowsql> SELECT x,",
+                           "      ->   x * 2 AS y",
+                           "      -> FROM (VALUES (1), (2)) AS v(x);",
+                           "x | y",
+                           "--+--",
+                           "1 | 2",
+                           "2 | 4"]
+    assert screen[-2:] == ["", PROMPT]
+
+
+def test_keywords_strings_and_comments_are_coloured_and_brackets_matched(
+        shell: TerminalShell) -> None:
+    typed = "SELECT (1 + 2) AS x, 'a' -- note"
+    shell.type(typed)
+    expect(shell, [f"{PROMPT} {typed}"])
+    start = len(PROMPT) + 1
+
+    def attributes(text: str) -> set[frozenset[str]]:
+        """The attribute sets of the characters of ``text`` on the input line."""
+        at = start + typed.index(text)
+        return {attributes for _, attributes in shell.styled_line(0)[at:at + len(text)]}
+
+    assert "".join(char for char, _ in shell.styled_line(0)).rstrip() == f"{PROMPT} {typed}"
+    assert attributes("SELECT") == attributes("AS") == {frozenset({"bold", "colour"})}
+    assert attributes("'a'") == {frozenset({"colour"})}
+    assert attributes("-- note") == {frozenset({"italic", "colour"})}
+    assert attributes(" x, ") == {frozenset()}
+    # the cursor is at the end, on no bracket: neither bracket is marked
+    assert not any("reverse" in a for a in attributes("(") | attributes(")"))
+    shell.press(*["Left"] * len(" AS x, 'a' -- note"))  # just after ')'
+    shell.wait_for(lambda _: any("reverse" in a for a in attributes(")")))
+    assert all("reverse" in a for a in attributes("(") | attributes(")"))
+    assert not any("reverse" in a for a in attributes("1 + 2"))
