@@ -11,7 +11,7 @@ file and reading it back; the fixed cost of a parallel job is a small query at
 parallelism 2 (on the workers) minus the same query at parallelism 1, less one stage; a
 stage is what a join-and-aggregate over the same tiny input adds per extra exchange. Every timing is the best of ``--repeat`` runs.
 
-    python benchmarks/calibrate_cost.py [--rows 1000000] [--repeat 3] [--dry-run]
+    python benchmarks/calibrate_cost.py [--engine local|spark] [--rows 1000000] [--repeat 3] [--dry-run]
 """
 
 from __future__ import annotations
@@ -63,14 +63,40 @@ def best(run: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
+#: rows of the tiny table ``s`` (the nested-loop join compares SMALL * SMALL pairs)
+SMALL = 2000
+
+#: the queries every engine times for ``cpu_constants``, by the name it reads them by
+CPU_QUERIES = {
+    "count": "SELECT count(*) FROM t",
+    "scan": "SELECT k, v, x, s FROM t WHERE v >= 0 AND v >= 0",
+    "scan_one": "SELECT k, v, x, s FROM t WHERE v >= 0",
+    "filtered": "SELECT k FROM t WHERE v >= 0 AND x < 2.0 AND k >= 0",
+    "agg": "SELECT k, sum(v) FROM t GROUP BY k",
+    "join": "SELECT count(*) FROM t JOIN d ON t.k = d.k",
+    "dim_count": "SELECT count(*) FROM d",
+    "sort": "SELECT k FROM t ORDER BY x",
+    "window": "SELECT k, sum(v) OVER (PARTITION BY k) FROM t",
+    "loop": "SELECT count(*) FROM s a JOIN s b ON a.v < b.v",
+    "one_row": "SELECT 1",
+    "tiny_count": "SELECT count(*) FROM s",
+}
+
+
+def write_tables(directory: Path, rows: int) -> dict[str, Path]:
+    """The synthetic tables as Parquet files in ``directory``, by table name: ``t`` (``rows``
+    rows, a key per four rows), ``d`` (a quarter as many, the same keys) and ``s`` (SMALL
+    rows over 100 keys)."""
+    paths = {name: directory / f"{name}.parquet" for name in ("t", "d", "s")}
+    pq.write_table(synthetic(rows, rows // 4), paths["t"])
+    pq.write_table(synthetic(rows // 4, rows // 4, seed=8), paths["d"])
+    pq.write_table(synthetic(SMALL, 100, seed=9), paths["s"])
+    return paths
+
+
 def measure(rows: int, repeat: int) -> dict[str, float]:
-    width = row_width(tuple(Field.fresh(n, t) for n, t in COLUMNS.items()))
-    small = 2000
     with tempfile.TemporaryDirectory() as tmp:
-        big_path, dim_path, tiny_path = (Path(tmp) / f"{n}.parquet" for n in ("t", "d", "s"))
-        pq.write_table(synthetic(rows, rows // 4), big_path)
-        pq.write_table(synthetic(rows // 4, rows // 4, seed=8), dim_path)
-        pq.write_table(synthetic(small, 100, seed=9), tiny_path)
+        big_path, dim_path, tiny_path = write_tables(Path(tmp), rows).values()
         session = flowsql.connect()
         for name, path in (("t", big_path), ("d", dim_path), ("s", tiny_path)):
             session.sql(f"CREATE TABLE {name} WITH ('path'='{path}')")
@@ -78,20 +104,9 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
         def q(sql: str) -> float:
             return best(lambda: session.sql(sql).to_arrow(), repeat)
 
-        count = q("SELECT count(*) FROM t")
-        scan = q("SELECT k, v, x, s FROM t WHERE v >= 0 AND v >= 0")
-        scan_one = q("SELECT k, v, x, s FROM t WHERE v >= 0")
-        filtered = q("SELECT k FROM t WHERE v >= 0 AND x < 2.0 AND k >= 0")
-        projected = q("SELECT k + 1, v * 2, x + 1.0 FROM t")
-        agg = q("SELECT k, sum(v) FROM t GROUP BY k")
-        dim_rows = rows // 4
-        join = q("SELECT count(*) FROM t JOIN d ON t.k = d.k")
-        dim_scan = q("SELECT count(*) FROM d")
-        sort = q("SELECT k FROM t ORDER BY x")
-        window = q("SELECT k, sum(v) OVER (PARTITION BY k) FROM t")
-        loop = q("SELECT count(*) FROM s a JOIN s b ON a.v < b.v")
-        one_row = q("SELECT 1")
-        local_small = q("SELECT count(*) FROM s")
+        timings = {name: q(sql) for name, sql in CPU_QUERIES.items()}
+        local_small = timings["tiny_count"]
+        count = timings["count"]
         shuffled_sql = "SELECT k, count(DISTINCT v) FROM t GROUP BY k"  # rows hashed unsplit
         shuffled_p1 = q(shuffled_sql)
         parallel = flowsql.connect(parallelism=2)
@@ -136,49 +151,73 @@ def measure(rows: int, repeat: int) -> dict[str, float]:
     moved = (shuffled_p2 - shuffled_p1 / 2) - (count_p2 - count / 2)
     network = max(moved / shuffled_bytes,
                   best(lambda: ipc_roundtrip(False), repeat) / batch_bytes)
-    positive = lambda value: max(value, 1e-10)  # noqa: E731 (a floor for noisy differences)
-    scan_byte = positive((scan - one_row) / (rows * width))
-    expression = positive((scan - scan_one) / rows)
-    pass_row = positive((filtered - count) / rows - 3 * expression)
-    build_probe = positive(join - count - dim_scan)
-    # the runtime's probe and build loops are the same kernels; a build row is dearer
-    probe_row = positive(build_probe / (rows + 2 * dim_rows))
     return {
-        "scan_byte": scan_byte,
-        "expression_row": expression,
-        "pass_row": pass_row,
-        "hash_build_row": 2 * probe_row,
-        "hash_probe_row": probe_row,
-        "join_output_row": probe_row,
-        "aggregate_row": positive((agg - count) / rows),
-        "sort_aggregate_row": positive((agg - count) / rows / 2),
-        "sort_row_log": positive((sort - count) / (rows * math.log2(rows))),
-        "merge_row": probe_row,
-        "loop_pair": positive((loop - local_small) / (small * small)),
-        "window_row": positive((window - count) / rows),
+        **cpu_constants(timings, rows),
         "network_byte": positive(network),
         "spill_byte": positive(spill),
         "parallel_job": positive(job - local_small - stage),
         "stage": stage,
-        "_projected_check": projected,
     }
+
+
+def positive(value: float) -> float:
+    """A floor for differences of noisy timings, which can come out at or below zero."""
+    return max(value, 1e-10)
+
+
+def cpu_constants(timings: dict[str, float], rows: int) -> dict[str, float]:
+    """The per-row and per-byte constants from the timings of ``CPU_QUERIES`` (keyed as
+    there) over ``rows`` rows: each is a query minus the cheaper one it extends, divided
+    by the units of work the difference adds. Shared by every engine's calibration."""
+    t = timings
+    width = row_width(tuple(Field.fresh(n, typ) for n, typ in COLUMNS.items()))
+    dim_rows = rows // 4
+    count = t["count"]
+    expression = positive((t["scan"] - t["scan_one"]) / rows)
+    build_probe = positive(t["join"] - count - t["dim_count"])
+    # the runtime's probe and build loops are the same kernels; a build row is dearer
+    probe_row = positive(build_probe / (rows + 2 * dim_rows))
+    return {
+        "scan_byte": positive((t["scan"] - t["one_row"]) / (rows * width)),
+        "expression_row": expression,
+        "pass_row": positive((t["filtered"] - count) / rows - 3 * expression),
+        "hash_build_row": 2 * probe_row,
+        "hash_probe_row": probe_row,
+        "join_output_row": probe_row,
+        "aggregate_row": positive((t["agg"] - count) / rows),
+        "sort_aggregate_row": positive((t["agg"] - count) / rows / 2),
+        "sort_row_log": positive((t["sort"] - count) / (rows * math.log2(rows))),
+        "merge_row": probe_row,
+        "loop_pair": positive((t["loop"] - t["tiny_count"]) / (SMALL * SMALL)),
+        "window_row": positive((t["window"] - count) / rows),
+    }
+
+
+def write_entry(engine: str, measured: dict[str, float]) -> None:
+    """Replace ``engine``'s entry of the constants file, keeping the other engines'."""
+    table = json.loads(CONSTANTS_FILE.read_text())
+    table[engine] = {k: float(f"{v:.4g}") for k, v in sorted(measured.items())}
+    CONSTANTS_FILE.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+    print(f"wrote the '{engine}' entry of {CONSTANTS_FILE}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--engine", choices=("local", "spark"), default="local",
+                        help="whose constants to measure and write (spark: local mode)")
     parser.add_argument("--dry-run", action="store_true", help="print, do not write")
     args = parser.parse_args(argv)
-    measured = {k: v for k, v in measure(args.rows, args.repeat).items()
-                if not k.startswith("_")}
+    if args.engine == "spark":
+        from calibrate_cost_spark import measure_spark  # starts a JVM; only when asked
+        measured = measure_spark(args.rows, args.repeat)
+    else:
+        measured = measure(args.rows, args.repeat)
     for key, value in sorted(measured.items()):
         print(f"{key:20s} {value:.3e}")
     if not args.dry_run:
-        table = json.loads(CONSTANTS_FILE.read_text())
-        table["local"] = {k: float(f"{v:.4g}") for k, v in sorted(measured.items())}
-        CONSTANTS_FILE.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {CONSTANTS_FILE}")
+        write_entry(args.engine, measured)
     return 0
 
 

@@ -1,11 +1,11 @@
 """The constants of the physical cost model, per engine, read from ``constants.json``.
 
 Every constant is seconds per unit of work on one subtask (a row, a byte, a pair of rows),
-so a cost is an estimated elapsed time. The local engine's constants are measured on the
+so a cost is an estimated elapsed time. Both engines' constants are measured on the
 machine that runs the queries by ``benchmarks/calibrate_cost.py``, which rewrites the
-``local`` entry of the data file; the ``spark`` entry holds Spark's own constants (a JVM
-engine: cheaper rows, a dearer start), which the same model uses when the Spark backend
-compiles the physical plan.
+``local`` entry of the data file, or with ``--engine spark`` the ``spark`` entry: Spark's
+own constants (in local mode; a query's start and each shuffle stage cost tenths of a
+second), which the same model uses when the Spark backend compiles the physical plan.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from flowsql.errors import PlanError
 
-#: the committed data file; the calibration script writes its ``local`` entry
+#: the committed data file; the calibration script writes one engine's entry
 CONSTANTS_FILE = Path(__file__).with_name("constants.json")
 
 
