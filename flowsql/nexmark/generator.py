@@ -267,7 +267,8 @@ class NexmarkGenerator:
         channel = pa.compute.if_else(pa.array(known), named, numbered)
         url = pa.compute.binary_join_element_wise(
             pa.scalar("https://www.nexmark.com"), self._hex(numbers, 9, 5),
-            self._hex(numbers, 10, 5), pa.compute.binary_join_element_wise(
+            self._hex(numbers, 10, 5), self._hex(numbers, 12, 5),
+            pa.compute.binary_join_element_wise(
                 pa.scalar("item.htm?query=1&channel_id="),
                 pa.array(channel_index).cast(pa.string()), ""), "/")
         return pa.RecordBatch.from_arrays([
