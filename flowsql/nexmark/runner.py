@@ -3,8 +3,8 @@ connector, or read from files ``flowsql nexmark gen`` wrote), each query written
 blackhole table as the Flink suite does, timed.
 
 A query's throughput is ``events.num / seconds``: all events (of every kind) over the time
-from submitting ``INSERT INTO nexmark_qN SELECT ...`` to the job's end, the tables' set-up
-and planning included (as in the suite, where the job's time counts). Each query runs in a
+from submitting ``INSERT INTO nexmark_qN SELECT ...`` (its planning included) to the job's
+end; creating the session and the tables is not counted. Each query runs in a
 fresh process, so its peak RSS (``ru_maxrss`` of that process) is its own.
 """
 
@@ -91,10 +91,10 @@ def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
     """Run ``query`` into a blackhole table in this process and time it."""
     assert config.events is not None
     try:
-        started = time.perf_counter()
         session = open_session(config, parallelism, data_dir)
         create, insert = sink_statements(session, query)
         session.sql(create)
+        started = time.perf_counter()
         job = session.sql(insert).job
         assert job is not None
         job.wait()
