@@ -11,6 +11,8 @@ gets 1 row per 50 event numbers).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from flowsql.errors import CatalogError, ConfigError
@@ -70,7 +72,7 @@ def config_of(options: dict[str, str]) -> GeneratorConfig:
         seed=_option(options, "seed"))
 
 
-def _option(options: dict[str, str], key: str) -> object:
+def _option(options: dict[str, str], key: str) -> Any:
     try:
         return NEXMARK.value(options, key)
     except ConfigError as error:
