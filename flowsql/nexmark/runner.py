@@ -91,15 +91,16 @@ def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
     """Run ``query`` into a blackhole table in this process and time it."""
     assert config.events is not None
     try:
-        session = open_session(config, parallelism, data_dir)
-        create, insert = sink_statements(session, query)
-        session.sql(create)
-        started = time.perf_counter()
-        job = session.sql(insert).job
-        assert job is not None
-        job.wait()
-        seconds = time.perf_counter() - started
-        session.close()
+        with tempfile.TemporaryDirectory(prefix="nexmark-side-input-") as side_input:
+            session = open_session(config, parallelism, data_dir, side_input_dir=side_input)
+            create, insert = sink_statements(session, query)
+            session.sql(create)
+            started = time.perf_counter()
+            job = session.sql(insert).job
+            assert job is not None
+            job.wait()
+            seconds = time.perf_counter() - started
+            session.close()
     except FlowSQLError as error:
         return QueryRun(query, config.events, error=f"{type(error).__name__}: {error}")
     return QueryRun(query, config.events, seconds, _peak_rss_bytes())
