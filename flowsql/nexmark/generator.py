@@ -77,6 +77,8 @@ _US_CITIES = ("Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "B
               "Redmond", "Seattle", "Kent", "Cheyenne")
 _CHANNELS = ("Google", "Facebook", "Baidu", "Apple")
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+#: the two hex digits of every byte value
+_HEX_PAIRS = np.stack([_HEX[np.arange(256) >> 4], _HEX[np.arange(256) & 15]], axis=1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: lengths of the ``extra`` padding, so events have roughly the model's average sizes
 _EXTRA_LENGTH = {"person": 64, "auction": 128, "bid": 32}
@@ -185,10 +187,8 @@ class NexmarkGenerator:
         words = -(-length // 16)
         cells = (numbers.astype(np.uint64)[:, None] * np.uint64(words)
                  + np.arange(words, dtype=np.uint64)[None, :])
-        bits = self._bits(cells.ravel(), draw)
-        nibbles = (bits[:, None] >> (np.arange(16, dtype=np.uint64) * np.uint64(4))
-                   ) & np.uint64(15)
-        chars = _HEX[nibbles.reshape(len(numbers), words * 16)[:, :length]]
+        octets = self._bits(cells.ravel(), draw).view(np.uint8)
+        chars = _HEX_PAIRS[octets].reshape(len(numbers), words * 16)[:, :length]
         offsets = np.arange(len(numbers) + 1, dtype=np.int32) * length
         return pa.StringArray.from_buffers(len(numbers), pa.py_buffer(offsets),
                                            pa.py_buffer(np.ascontiguousarray(chars).tobytes()))
