@@ -90,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     for run in run_queries(args.queries, _config(args), args.parallelism, args.data):
         if run.error is not None:
             status = EXIT_FAILED
-            print(f"{run.query:>5}  {run.events:>9}  failed: {run.error}")
+            print(f"{run.query:>5}  {run.events:>9}  failed: {run.error}", flush=True)
             continue
         assert run.seconds is not None and run.peak_rss_bytes is not None
         print(f"{run.query:>5}  {run.events:>9}  {run.seconds:>8.3f}  "

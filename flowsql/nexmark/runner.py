@@ -4,8 +4,9 @@ blackhole table as the Flink suite does, timed.
 
 A query's throughput is ``events.num / seconds``: all events (of every kind) over the time
 from submitting ``INSERT INTO nexmark_qN SELECT ...`` (its planning included) to the job's
-end; creating the session and the tables is not counted. Each query runs in a
-fresh process, so its peak RSS (``ru_maxrss`` of that process) is its own.
+end; creating the session and the tables, and starting the worker processes of a parallel
+job (:func:`warm_up`), are not counted. Each query runs in a
+fresh process, so its peak RSS is its own (``_peak_rss_bytes``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
             session = open_session(config, parallelism, data_dir, side_input_dir=side_input)
             create, insert = sink_statements(session, query)
             session.sql(create)
+            warm_up(session)
             started = time.perf_counter()
             job = session.sql(insert).job
             assert job is not None
@@ -104,6 +106,19 @@ def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
     except FlowSQLError as error:
         return QueryRun(query, config.events, error=f"{type(error).__name__}: {error}")
     return QueryRun(query, config.events, seconds, _peak_rss_bytes())
+
+
+def warm_up(session: flowsql.Session) -> None:
+    """Run a one-row job at the session's parallelism, so the worker processes a parallel
+    job runs on are started before a query is timed (as a Flink cluster is running before
+    the suite submits a query)."""
+    session.sql("CREATE TABLE nexmark_warm_up_source (x BIGINT) WITH ("
+                "'connector' = 'datagen', 'number-of-rows' = '1')")
+    session.sql("CREATE TABLE nexmark_warm_up_sink (x BIGINT) WITH ('connector' = 'blackhole')")
+    job = session.sql("INSERT INTO nexmark_warm_up_sink SELECT x FROM nexmark_warm_up_source"
+                      ).job
+    assert job is not None
+    job.wait()
 
 
 def run_queries(queries: list[str], config: GeneratorConfig, parallelism: int = 1,
@@ -117,5 +132,9 @@ def run_queries(queries: list[str], config: GeneratorConfig, parallelism: int = 
 
 
 def _peak_rss_bytes() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """The peak resident memory of the largest process of the run: this one, or one of
+    the worker processes of a parallel job (counted once they have ended: the session is
+    closed first)."""
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     return peak if sys.platform == "darwin" else peak * 1024
