@@ -16,6 +16,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -122,13 +123,11 @@ def warm_up(session: flowsql.Session) -> None:
 
 
 def run_queries(queries: list[str], config: GeneratorConfig, parallelism: int = 1,
-                data_dir: str | None = None) -> list[QueryRun]:
-    """Each query in its own fresh process, one after the other."""
-    runs = []
+                data_dir: str | None = None) -> Iterator[QueryRun]:
+    """Each query in its own fresh process, one after the other, yielded as it ends."""
     for query in queries:
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-            runs.append(pool.submit(run_query, query, config, parallelism, data_dir).result())
-    return runs
+            yield pool.submit(run_query, query, config, parallelism, data_dir).result()
 
 
 def _peak_rss_bytes() -> int:
