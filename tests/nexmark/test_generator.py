@@ -122,3 +122,20 @@ def test_columns_must_be_the_kind_s() -> None:
     with pytest.raises(FlowSQLError, match="no column 'price'"):
         session.sql("CREATE TABLE p (id BIGINT, price BIGINT) WITH ("
                     "'connector' = 'nexmark', 'table' = 'person', 'events.num' = '10')")
+
+
+def test_unbounded_table_streams_windows_and_refuses_batch_mode() -> None:
+    session = flowsql.connect()
+    session.sql("CREATE TABLE bid (auction BIGINT, `dateTime` TIMESTAMP(3), WATERMARK FOR "
+                "`dateTime` AS `dateTime` - INTERVAL '4' SECOND) WITH ("
+                "'connector' = 'nexmark', 'table' = 'bid')")
+    with pytest.raises(FlowSQLError, match="'bid' is unbounded; set 'events.num'"):
+        session.sql("SELECT count(*) FROM bid").to_arrow()
+    session.sql("SET 'execution.runtime-mode' = 'streaming'")
+    changes = session.sql("SELECT count(*) AS n, window_end FROM TABLE(TUMBLE(TABLE bid, "
+                          "DESCRIPTOR(`dateTime`), INTERVAL '1' SECOND)) "
+                          "GROUP BY window_start, window_end").stream()
+    first = next(changes)
+    changes.close()  # type: ignore[attr-defined]
+    # 10,000 events per second of event time: the first second holds 9,200 bids
+    assert first.to_pylist()[0]["n"] == 9200
