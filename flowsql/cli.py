@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flowsql {flowsql.__version__}")
     subcommands = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     _register_tpch(subcommands)
+    _register_nexmark(subcommands)
     return parser
 
 
@@ -155,6 +156,13 @@ def _register_tpch(subcommands: argparse._SubParsersAction) -> None:  # type: ig
         placeholder.add_argument("rest", nargs=argparse.REMAINDER)
         placeholder.set_defaults(func=_unavailable("tpch", reason))
         return
+    register(subcommands)
+
+
+def _register_nexmark(subcommands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``flowsql nexmark`` (``gen``, ``run``)."""
+    from flowsql.nexmark.cli import register
+
     register(subcommands)
 
 

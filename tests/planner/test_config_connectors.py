@@ -40,7 +40,8 @@ def test_a_misspelled_option_names_the_option(parquet: Path) -> None:
 @pytest.mark.parametrize(("options", "message"), [
     ("'connector' = 'filesystm', 'path' = 'x'",
      r"table 't': unknown connector 'filesystm' \(did you mean 'filesystem'\?\) "
-     r"\(available: filesystem, datagen, print, blackhole, kafka, upsert-kafka, socket\)"),
+     r"\(available: filesystem, datagen, print, blackhole, kafka, upsert-kafka, socket, "
+     r"nexmark\)"),
     ("'format' = 'orc'", r"table 't': invalid value 'orc' for format \(allowed: parquet, csv, "
                          r"json\)"),
     ("'source.monitor-interval' = 'often'",

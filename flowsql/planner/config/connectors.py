@@ -25,6 +25,7 @@ from flowsql.planner.config.connector_model import (
     Format,
 )
 from flowsql.planner.config.kafka import KAFKA, UPSERT_KAFKA
+from flowsql.planner.config.nexmark import NEXMARK
 from flowsql.planner.config.socket import SOCKET
 from flowsql.planner.config.suggest import did_you_mean
 from flowsql.planner.config.values import (
@@ -119,7 +120,7 @@ BLACKHOLE = Connector(
 
 CONNECTORS: dict[str, Connector] = {
     c.name: c for c in (FILESYSTEM, DATAGEN, PRINT, BLACKHOLE, KAFKA, UPSERT_KAFKA,
-                         SOCKET)}
+                         SOCKET, NEXMARK)}
 
 
 def connector_of(options: Mapping[str, str]) -> Connector:

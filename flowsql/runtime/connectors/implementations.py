@@ -104,6 +104,15 @@ _KAFKA = ConnectorImplementation(
 
 _SOCKET_SCAN = "flowsql.runtime.operators.source.socket_scan"
 
+
+def _describe_nexmark(schema: pa.Schema | None, options: dict[str, str]
+                      ) -> tuple[pa.Schema, dict[str, str], TableStatistics]:
+    """Validated now: the columns must be the chosen kind's."""
+    from flowsql.runtime.connectors.nexmark import NexmarkTable
+
+    assert schema is not None  # the declaration requires a column list
+    return schema, options, TableStatistics(row_count=NexmarkTable(schema, options).row_count)
+
 IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
     "filesystem": ConnectorImplementation(
         _describe_files, scan=_scan_files, split_scan=_split_files,
@@ -120,6 +129,9 @@ IMPLEMENTATIONS: dict[str, ConnectorImplementation] = {
     "socket": ConnectorImplementation(
         _declared, scan=_lazy(_SOCKET_SCAN, "SocketScanOperator"),
         check=_lazy(_SOCKET_SCAN, "check_socket_table")),
+    "nexmark": ConnectorImplementation(
+        _describe_nexmark, scan=_lazy("flowsql.runtime.operators.source.nexmark_scan",
+                                      "NexmarkScanOperator")),
 }
 
 
