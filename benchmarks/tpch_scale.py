@@ -232,7 +232,7 @@ def run_scale(sf: float, data: Path, args: argparse.Namespace) -> list[QueryRow]
                 results[engine] = measure(sf, data, query, engine, args, scratch)
                 measurement = results[engine][0]
                 print(f"SF {sf:g} Q{query} {engine}: {_seconds(measurement.seconds)} s, "
-                      f"peak {_mib(measurement.peak_rss_bytes)}"
+                      f"peak {_peak_cell(measurement, args.parallelism)}"
                       f"{'' if measurement.error is None else ', ' + measurement.error[:300]}",
                       file=sys.stderr, flush=True)
             (mine, mine_table), (theirs, theirs_table) = results["flowsql"], results["duckdb"]
