@@ -19,8 +19,10 @@ from flowsql.optimizer.physical_planner import to_physical
 from flowsql.optimizer.plan_window_aggregate import runtime_mode
 from flowsql.optimizer.sanity_check import sanity_check
 from flowsql.optimizer.search import SearchResult, search_physical_plan
+from flowsql.optimizer.share_subplans import share_subplans
 from flowsql.optimizer.streaming import StreamInfo, to_streaming
 from flowsql.optimizer.streaming.distribution import enforce_streaming_distribution
+from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.logical import LogicalPlan
 from flowsql.planner.physical import PhysicalPlan
 
@@ -124,6 +126,16 @@ def search_physical(state: PhysicalPlanning) -> PhysicalPlanning:
     return replace(state, plan=result.plan, search=result)
 
 
+def share_common_subplans(state: PhysicalPlanning) -> PhysicalPlanning:
+    """Identical subplans (a CTE or view used twice) run once, their output buffered for
+    every consumer (``optimizer/share_subplans``)."""
+    return replace(state, plan=share_subplans(state.physical))
+
+
+def _shares_subplans(state: PhysicalPlanning) -> bool:
+    return _batch(state) and SettingValues(state.settings).boolean("optimizer.share-subplans")
+
+
 def check_plan(state: PhysicalPlanning) -> PhysicalPlanning:
     """Verify the finished plan (``optimizer/sanity_check``); the state is unchanged."""
     sanity_check(state.physical, state.settings, streaming=state.stream is not None)
@@ -144,6 +156,9 @@ PHYSICAL_PASSES: tuple[PhysicalPass, ...] = (
     # Batch plans: the groups are the nodes ``choose_operators`` built; exchanges only on the
     # local engine (Spark distributes a bounded plan itself, so there only the algorithms).
     PhysicalPass("search_physical", search_physical, _batch),
+    # After the search: it compares finished subplans (algorithms chosen, exchanges placed,
+    # so it knows which copies run in one stage).
+    PhysicalPass("share_subplans", share_common_subplans, _shares_subplans),
     # Last: it verifies what every pass above promised.
     PhysicalPass("sanity_check", check_plan),
 )

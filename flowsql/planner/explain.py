@@ -45,7 +45,9 @@ from flowsql.planner.physical import (
     NestedLoopJoinExec,
     PhysicalPlan,
     ProjectExec,
+    ReuseSubplanExec,
     SetOpExec,
+    SharedSubplanExec,
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
@@ -293,6 +295,10 @@ def _physical_line(plan: PhysicalPlan) -> str:
                                                  plan.outer)
     if isinstance(plan, WindowAggregateExec):
         return _window_aggregate_line(plan)
+    if isinstance(plan, SharedSubplanExec):
+        return f"SharedSubplan #{plan.share_id}"
+    if isinstance(plan, ReuseSubplanExec):
+        return f"ReuseSubplan #{plan.share_id} {_columns(plan.fields)}"
     streaming = _streaming_line(plan)
     return streaming if streaming is not None else type(plan).__name__
 

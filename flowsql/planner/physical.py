@@ -426,3 +426,35 @@ class ExchangeExec(_Unary):
     @property
     def schema(self) -> Schema:
         return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class SharedSubplanExec(_Unary):
+    """The first of several identical subplans (``optimizer/share_subplans``): ``input``
+    runs once per job (once per subtask in a parallel stage), its output is buffered, and
+    this node and every :class:`ReuseSubplanExec` with the same ``share_id`` each read the
+    whole buffer. Batch plans only; ``input`` is deterministic and contains no exchange."""
+
+    input: PhysicalPlan
+    share_id: int
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.input.schema
+
+
+@dataclass(frozen=True, eq=False)
+class ReuseSubplanExec(PhysicalPlan):
+    """A leaf reading the output of the :class:`SharedSubplanExec` with ``share_id``, in
+    the same stage. Columns line up by position; ``fields`` are the ids of the copy this
+    node replaced (each reference to a CTE or view is bound with fresh column ids), so the
+    nodes above keep referring to the columns they referred to."""
+
+    share_id: int
+    fields: Schema
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return self.fields

@@ -26,6 +26,7 @@ from flowsql.planner.operator_ids import node_operator_ids
 from flowsql.planner.physical import PhysicalPlan
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.operator_profile import Profile
+from flowsql.runtime.operators.shared_subplan import SharedSubplans
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.runtime.result_table import result_table
@@ -45,13 +46,20 @@ class _Job:
     #: per-operator rows and time (EXPLAIN ANALYZE); None on a normal run, which then
     #: pays nothing for it
     profile: Profile | None = None
+    #: the outputs of the plan's shared subplans, each computed once
+    shared: SharedSubplans | None = None
 
 
-def _job(settings: dict[str, str]) -> _Job:
+def _job(settings: dict[str, str], plan: PhysicalPlan | None = None) -> _Job:
+    """The job of a run of ``plan``; without a plan (the streaming executor, whose plans
+    share no subplans) there are no shared subplans."""
     values = SettingValues(settings)
     values.integer("execution.batch-size")  # checked once here, read by every operator
-    return _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")),
-                SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs"))))
+    job = _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")),
+               SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs"))))
+    if plan is not None:
+        job.shared = SharedSubplans(plan, lambda node: _run(node, job))
+    return job
 
 
 def _guarded(label: str, fn: Callable[..., _T], *args: Any) -> _T:
@@ -69,14 +77,14 @@ def _run(node: PhysicalPlan, job: _Job) -> Generator[pa.RecordBatch, None, None]
     label = f"{describe(node)} [operator {job.next_id}]"
     operator: Operator = _guarded(label, create_operator, node)
     context = OperatorContext(name=label, settings=job.settings, memory=job.memory,
-                              spill=job.spill)
+                              spill=job.spill, shared_subplans=job.shared)
     batches = pull(node, operator, context, _guarded, lambda child: _run(child, job))
     yield from batches if job.profile is None else job.profile.timed(node, batches)
 
 
 def execute_batches(plan: PhysicalPlan, settings: dict[str, str]) -> Iterator[pa.RecordBatch]:
     """The plan's output as batches whose columns follow ``plan.schema`` by position."""
-    return _cleaned_up(_run(plan, job := _job(settings)), job)
+    return _cleaned_up(_run(plan, job := _job(settings, plan)), job)
 
 
 def _cleaned_up(batches: Iterator[pa.RecordBatch], job: _Job
@@ -99,7 +107,7 @@ def execute_profiled(plan: PhysicalPlan, settings: dict[str, str]
                      ) -> tuple[pa.Table, dict[str, OperatorActuals]]:
     """``execute``, plus every operator's rows and own time by operator id (EXPLAIN
     ANALYZE; see :mod:`flowsql.runtime.operator_profile`)."""
-    job = _job(settings)
+    job = _job(settings, plan)
     job.profile = Profile()
     table = result_table(plan, list(_cleaned_up(_run(plan, job), job)))
     return table, job.profile.actuals(plan, node_operator_ids(plan))

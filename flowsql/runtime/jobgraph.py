@@ -9,7 +9,9 @@ and the root stage, which hands the result to the caller, is stage 0.
 Parallelism is derived, not chosen here: scans run with the job's parallelism (each subtask
 reads its share of the data), values and whatever a gather feeds run on one subtask, hash,
 broadcast and rebalance exchanges feed ``parallelism`` subtasks, and every other node runs
-where its inputs run. Inputs that disagree mean the distribution pass placed exchanges
+where its inputs run; a ``ReuseSubplanExec`` leaf runs with its stage (the pass that places
+it keeps a shared subplan and its readers in one stage, as stages cannot fan out). Inputs
+that disagree mean the distribution pass placed exchanges
 inconsistently: that is an ExecutionError, never a silent re-partitioning.
 """
 
@@ -20,7 +22,13 @@ from dataclasses import dataclass, replace
 from flowsql.errors import ExecutionError
 from flowsql.planner.expressions import Expr
 from flowsql.planner.operator_ids import node_operator_ids
-from flowsql.planner.physical import ExchangeExec, PhysicalPlan, TableScanExec, ValuesExec
+from flowsql.planner.physical import (
+    ExchangeExec,
+    PhysicalPlan,
+    ReuseSubplanExec,
+    TableScanExec,
+    ValuesExec,
+)
 from flowsql.planner.schema import Schema
 
 
@@ -92,6 +100,10 @@ def build_job_graph(plan: PhysicalPlan, parallelism: int) -> JobGraph:
     return JobGraph(tuple(stages), tuple(builder.edges))
 
 
+#: the parallelism of a node that runs with whatever its stage runs with
+_ANY = 0
+
+
 class _Builder:
     def __init__(self, parallelism: int, ids: dict[int, str]) -> None:
         self.parallelism = parallelism
@@ -106,6 +118,9 @@ class _Builder:
         inputs: list[int] = []
         ids: list[str] = []
         plan, parallelism = self._within(root, stage_id, inputs, ids)
+        if parallelism == _ANY:
+            raise ExecutionError("job graph: a stage reads a shared subplan computed in no "
+                                 "stage")
         self.stages[stage_id] = Stage(stage_id, plan, parallelism, tuple(sorted(inputs)), None,
                                       tuple(ids))
         return stage_id
@@ -128,10 +143,14 @@ class _Builder:
             return node, self.parallelism
         if isinstance(node, ValuesExec):
             return node, 1
+        if isinstance(node, ReuseSubplanExec):
+            # runs where the shared subplan it reads runs: in this stage, whose parallelism
+            # the other leaves decide
+            return node, _ANY
         if not node.inputs:
             raise ExecutionError(f"job graph: no parallelism rule for {type(node).__name__}")
         built = [self._within(child, stage_id, inputs, ids) for child in node.inputs]
-        found = {parallelism for _, parallelism in built}
+        found = {parallelism for _, parallelism in built} - {_ANY} or {_ANY}
         if len(found) != 1:
             raise ExecutionError(f"job graph: the inputs of {type(node).__name__} run with "
                                  f"different parallelisms {sorted(found)}; an exchange is "

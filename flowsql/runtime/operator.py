@@ -25,13 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from flowsql.errors import ResourceExhausted
 from flowsql.runtime.spill.spill_space import SpillSpace
 from flowsql.runtime.time.watermarks import epoch_ms
+
+if TYPE_CHECKING:
+    from flowsql.runtime.operators.shared_subplan import SharedSubplans
 
 
 class MemoryBudget:
@@ -99,6 +102,9 @@ class OperatorContext:
     #: the operator's id within the job (what its checkpointed state is stored under;
     #: empty outside a streaming run)
     operator_id: str = ""
+    #: the buffered outputs of the plan's shared subplans (``operators.shared_subplan``);
+    #: None under a runner that does not share subplans (streaming)
+    shared_subplans: SharedSubplans | None = None
 
 
 class Operator:

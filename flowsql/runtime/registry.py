@@ -23,6 +23,7 @@ from flowsql.runtime.operators.over.batch_window_functions import WindowOperator
 from flowsql.runtime.operators.project import ProjectOperator
 from flowsql.runtime.operators.rank.order_by_limit import TopNOperator
 from flowsql.runtime.operators.set_op import SetOpOperator
+from flowsql.runtime.operators.shared_subplan import SharedSubplanOperator
 from flowsql.runtime.operators.sort import SortOperator
 from flowsql.runtime.operators.source.values import ValuesOperator
 from flowsql.runtime.operators.table_function import TableFunctionOperator
@@ -66,6 +67,8 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     P.WindowTableFunctionExec: WindowTableFunctionOperator,  # type: ignore[dict-item]
     P.WindowAggregateExec: WindowAggregateOperator,  # type: ignore[dict-item]
     P.TableFunctionExec: TableFunctionOperator,  # type: ignore[dict-item]
+    P.SharedSubplanExec: SharedSubplanOperator,  # type: ignore[dict-item]
+    P.ReuseSubplanExec: SharedSubplanOperator,  # type: ignore[dict-item]
     S.WatermarkAssignerExec: _lazy(f"{_OPS}.watermark.watermark_assigner",
                                    "WatermarkAssignerOperator"),
     S.ProctimeWatermarkExec: _lazy(f"{_OPS}.watermark.proctime_watermark",
@@ -92,6 +95,8 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     P.WindowTableFunctionExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     P.WindowAggregateExec: lambda n: n.shape.describe(),  # type: ignore[attr-defined]
     P.TableFunctionExec: lambda n: n.function.name,  # type: ignore[attr-defined]
+    P.SharedSubplanExec: lambda n: f"#{n.share_id}",  # type: ignore[attr-defined]
+    P.ReuseSubplanExec: lambda n: f"#{n.share_id}",  # type: ignore[attr-defined]
     S.StreamJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
     S.WindowJoinExec: lambda n: f"{n.kind} window join",  # type: ignore[attr-defined]

@@ -66,6 +66,10 @@ class Program:
         self.statements: list[str] = []
         self._names: dict[int, str] = {}
         self._frames = 0
+        #: shared subplans (``spark.shared_subplans``): what each computes, and the
+        #: variable holding it once compiled
+        self.shared_plans: dict[int, PhysicalPlan] = {}
+        self.shared_frames: dict[int, str] = {}
 
     def column(self, cid: int) -> str:
         """The internal name of column ``cid`` (assigned on first use)."""

@@ -27,7 +27,9 @@ from flowsql.planner.physical import (
     NestedLoopJoinExec,
     PhysicalPlan,
     ProjectExec,
+    ReuseSubplanExec,
     SetOpExec,
+    SharedSubplanExec,
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
@@ -45,6 +47,11 @@ from flowsql.spark.joins import (
     compile_sort_merge_join,
 )
 from flowsql.spark.literals import cast
+from flowsql.spark.shared_subplans import (
+    compile_reuse_subplan,
+    compile_shared_subplan,
+    register_shared_subplans,
+)
 from flowsql.spark.spark_types import ddl_schema, quote_name, spark_type
 from flowsql.spark.table_functions import compile_table_function
 
@@ -58,6 +65,7 @@ def generate_pyspark_source(plan: PhysicalPlan, *,
                             broadcast_rows: int = DEFAULT_BROADCAST_ROWS) -> str:
     """A standalone Python program whose ``build(spark)`` returns the plan's result."""
     program = Program(_compile_node, broadcast_rows)
+    register_shared_subplans(program, plan)
     result = program.compile(plan)
     return program.source(result, [f.name for f in plan.schema])
 
@@ -257,4 +265,6 @@ COMPILERS: dict[type[PhysicalPlan], NodeCompiler] = {
     LimitExec: _limit,
     SetOpExec: _set_op,
     TableFunctionExec: compile_table_function,
+    SharedSubplanExec: compile_shared_subplan,
+    ReuseSubplanExec: compile_reuse_subplan,
 }

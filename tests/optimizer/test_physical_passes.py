@@ -43,21 +43,28 @@ def passes_run(session: Session, query: str, insert: bool = False) -> tuple[str,
 def test_the_list_starts_with_operator_choice_and_ends_with_the_sanity_check() -> None:
     names = [p.name for p in PHYSICAL_PASSES]
     assert names == ["choose_operators", "add_sink", "plan_streaming",
-                     "place_streaming_exchanges", "search_physical", "sanity_check"]
+                     "place_streaming_exchanges", "search_physical", "share_subplans",
+                     "sanity_check"]
 
 
 def test_batch_on_the_local_engine(session: Session) -> None:
     assert passes_run(session, "SELECT k, count(*) FROM t GROUP BY k") == (
-        "choose_operators", "search_physical", "sanity_check")
+        "choose_operators", "search_physical", "share_subplans", "sanity_check")
 
 
 def test_batch_on_spark_places_no_exchanges(session: Session) -> None:
     session.set("engine", "spark")
     session.set("parallelism.default", "2")
     assert passes_run(session, "SELECT k FROM t") == ("choose_operators", "search_physical",
-                                                       "sanity_check")
+                                                       "share_subplans", "sanity_check")
     text = session.sql("EXPLAIN SELECT k, count(*) FROM t GROUP BY k").plan_text or ""
     assert "Exchange" not in text
+
+
+def test_sharing_subplans_can_be_switched_off(session: Session) -> None:
+    session.set("optimizer.share-subplans", "false")
+    assert passes_run(session, "SELECT k FROM t") == ("choose_operators", "search_physical",
+                                                       "sanity_check")
 
 
 def test_streaming_insert(session: Session) -> None:

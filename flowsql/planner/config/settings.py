@@ -77,6 +77,9 @@ SETTINGS: tuple[Option, ...] = (
            "With parallelism.default above 1, run a batch query on one subtask in the "
            "session when the cost model finds that cheaper than a parallel plan (false: "
            "always plan for the workers)."),
+    Option("optimizer.share-subplans", BOOLEAN, "true",
+           "Run identical subplans of a batch query (a CTE or view referenced twice) once "
+           "and let every reference read the buffered output (false: run each copy)."),
     Option("optimizer.disable-rules", NAMES, "",
            "Comma-separated names of logical rewrite rules to skip."),
     Option("execution.buffer-timeout", DURATION, "100",

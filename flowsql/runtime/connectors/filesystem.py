@@ -286,21 +286,50 @@ def scan_units(table: TableEntry, filters: list[Expr]) -> list[ScanUnit]:
 
 
 def read_unit(table: TableEntry, unit: ScanUnit, columns: list[str], batch_size: int,
-              metrics: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+              metrics: dict[str, Any] | None = None,
+              dictionary_columns: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
     """The batches of ``unit`` (of ``columns``, in that order), exactly as :func:`scan`
-    yields that unit's rows: :func:`scan` is the concatenation of its units' reads."""
+    yields that unit's rows: :func:`scan` is the concatenation of its units' reads.
+
+    ``dictionary_columns``: string columns to deliver as Arrow dictionaries of strings
+    where the row group stores them dictionary-encoded (cheaper to decode; the caller
+    casts them to strings)."""
     if unit.row_group < 0:
         yield from scan_files(table, [unit.path], columns, [], batch_size, metrics)
         return
     schema = normalized_schema(table.schema)
+    fragment = unit.fragment
+    encoded = _dictionary_encoded(unit, dictionary_columns)
+    if encoded:
+        fragment = ds.ParquetFileFormat(
+            read_options=ds.ParquetReadOptions(dictionary_columns=encoded)).make_fragment(
+                unit.path, unit.fragment.filesystem, row_groups=[unit.row_group])
+        schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type))
+                            if f.name in encoded else f for f in schema])
     out_schema = pa.schema([schema.field(c) for c in columns])
     try:
-        for batch in unit.fragment.to_batches(schema=schema, columns=columns,
-                                              batch_size=batch_size):
+        for batch in fragment.to_batches(schema=schema, columns=columns,
+                                         batch_size=batch_size):
             if batch.num_rows:
                 yield _conform(batch, out_schema)
     except (pa.ArrowException, OSError) as e:
         raise DataError(f"cannot read Parquet file '{unit.path}': {e}") from None
+
+
+def _dictionary_encoded(unit: ScanUnit, wanted: frozenset[str]) -> set[str]:
+    """The ``wanted`` columns that ``unit``'s row group stores with a dictionary page."""
+    if not wanted:
+        return set()
+    try:
+        group = unit.fragment.metadata.row_group(unit.row_group)
+    except (pa.ArrowException, OSError, IndexError):
+        return set()
+    found = set()
+    for i in range(group.num_columns):
+        column = group.column(i)
+        if column.path_in_schema in wanted and column.has_dictionary_page:
+            found.add(column.path_in_schema)
+    return found
 
 
 def file_sizes(table: TableEntry) -> dict[str, int]:

@@ -43,6 +43,7 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.NestedLoopJoinExec, P.HashAggregateExec, P.SortMergeJoinExec, P.SortAggregateExec, P.WindowExec, P.SortExec, P.TopNExec,
     P.LimitExec, P.SetOpExec, P.ExchangeExec, StageInput, P.TableFunctionExec,
     P.WindowTableFunctionExec, P.WindowAggregateExec, WindowShape,
+    P.SharedSubplanExec, P.ReuseSubplanExec,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
     S.WindowedAggregateExec,

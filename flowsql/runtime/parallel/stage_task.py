@@ -40,6 +40,7 @@ from flowsql.runtime.events import CheckpointBarrier, SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.operator_profile import Profile
+from flowsql.runtime.operators.shared_subplan import SharedSubplans
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
 from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
@@ -62,6 +63,7 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     try:
         budget = SettingValues(settings).memory_size("execution.memory-budget")
         pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget), spill)
+        pipeline.shared = SharedSubplans(plan, pipeline.run)
         if config.get("profile"):
             pipeline.profile = Profile()
         rows = 0
@@ -154,6 +156,8 @@ class _Pipeline:
         self.next_id = 0
         self.channels = input_channels(context.config)
         self.profile: Profile | None = None
+        #: the stage's shared subplans, each computed once per subtask
+        self.shared: SharedSubplans | None = None
 
     def _operator(self, node: PhysicalPlan) -> Operator:
         if isinstance(node, StageInput):
@@ -172,7 +176,8 @@ class _Pipeline:
         operator = _guarded(label, self._operator, node)
         context = OperatorContext(name=label, settings=self.settings, memory=self.memory,
                                   spill=self.spill, subtask_index=self.task.subtask,
-                                  parallelism=self.parallelism)
+                                  parallelism=self.parallelism,
+                                  shared_subplans=self.shared)
         batches = pull(node, operator, context, _guarded, self.run)
         yield from batches if self.profile is None else self.profile.timed(node, batches)
 

@@ -37,6 +37,7 @@ from flowsql.runtime.expressions import compile_predicate
 from flowsql.runtime.kernels.batches import batch_size, make_batch
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.contract import Source
+from flowsql.runtime.operators.source.dictionary_prefilter import DictionaryPrefilter
 from flowsql.runtime.state.store import StateStore
 
 _FILES = pa.schema([pa.field("path", pa.string(), nullable=False),
@@ -51,7 +52,9 @@ UnitKey = tuple[str, int]
 
 class ScanOperator(Source):
     """The connector's pushdown is best effort (row-group pruning), so every filter is
-    applied again, exactly, to each batch. Columns are cast to the field types (files
+    applied again, exactly, to each batch. Filters on one string column are evaluated
+    first on the column's dictionary, so the strings of rows they reject are never
+    decoded (``dictionary_prefilter``). Columns are cast to the field types (files
     may store string views or dictionaries). Bad CSV/JSON records skipped under
     ``*.ignore-parse-errors`` are counted in ``context.metrics['parse_errors_ignored']``.
 
@@ -85,17 +88,20 @@ class ScanOperator(Source):
         keep = compile_predicate(predicate, fields) if predicate is not None else None
         names = [f.name for f in fields]
         size = batch_size(self.context.settings)
+        prefilter = DictionaryPrefilter(fields, self.node.filters)
         for unit in self._list_units():
             key = (unit.path, unit.row_group)
             read, done = self._progress.get(key, (0, False))
             if done:
                 continue
-            raws = read_unit(self.node.table, unit, names, size, self.context.metrics)
+            raws = read_unit(self.node.table, unit, names, size, self.context.metrics,
+                             prefilter.columns)
             for raw in skip_rows(raws, read):
                 read += raw.num_rows
                 # recorded before the batch leaves: a snapshot taken while this generator
                 # is suspended at the ``yield`` counts the batch as emitted
                 self._progress[key] = (read, False)
+                raw = prefilter.apply(raw)
                 batch = make_batch(raw.columns, fields, raw.num_rows)
                 if keep is not None:
                     batch = batch.filter(keep(batch))
