@@ -97,14 +97,15 @@ class BuildProbeJoin:
     """See the module docstring. ``build`` is the build side's table (columns by
     position), ``build_keys`` its key columns cast to the common key types. ``facts``
     (null-aware joins) describe the whole right side when this join sees only part of it;
-    None means this join sees all of it."""
+    None means this join sees all of it. ``spare_bytes``: memory granted to the index
+    beyond its usual size (what it takes is ``index.extra_bytes``)."""
 
     def __init__(self, spec: JoinSpec, build: pa.Table, build_keys: list[pa.Array],
-                 facts: RightFacts | None = None) -> None:
+                 facts: RightFacts | None = None, spare_bytes: int = 0) -> None:
         self.spec = spec
         self.build = build
         self.build_keys = build_keys
-        self.index = KeyIndex(build_keys, build.num_rows)
+        self.index = KeyIndex(build_keys, build.num_rows, spare_bytes)
         rows = build.num_rows
         self._build_left = spec.build_side == "left"
         self._visited = np.zeros(rows, dtype=bool)  # build rows paired so far

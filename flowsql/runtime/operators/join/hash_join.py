@@ -41,6 +41,10 @@ from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.join.build_probe import BuildProbeJoin, JoinSpec
 from flowsql.runtime.operators.join.grace_hash_join import INDEX_BYTES_PER_ROW, GraceHashJoin
 
+#: at most this much memory (if the budget has it) for a key index's direct lookup table
+#: beyond its usual size: integer keys of a wide range then still probe by one lookup
+_DIRECT_TABLE_BYTES = 16 << 20
+
 
 def _key_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     """The type both sides of a key are compared in (one type for hashing and equality)."""
@@ -141,7 +145,11 @@ class HashJoinOperator(Operator):
         keys = [pa.concat_arrays([k[i] for _, k in self._held]) if self._held
                 else pa.array([], t) for i, t in enumerate(self._key_types)]
         self._held = []
-        self._joined = BuildProbeJoin(self._spec, data, keys)
+        available = self.context.memory.available
+        spare = _DIRECT_TABLE_BYTES if available is None else min(available,
+                                                                    _DIRECT_TABLE_BYTES)
+        self._joined = BuildProbeJoin(self._spec, data, keys, spare_bytes=spare)
+        self._memory.hold(self._joined.index.extra_bytes)  # within ``available``
 
     def _start_grace(self) -> None:
         """Switch to the grace join: what is held goes to disk and is released."""

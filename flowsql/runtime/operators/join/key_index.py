@@ -35,9 +35,11 @@ from flowsql.runtime.partitioning import hash_columns
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 #: packed codes get a direct lookup table when they span at most this many slots per
-#: distinct value (plus the slack): 4 or 8 bytes a slot
+#: distinct value (plus the slack), or when the caller grants the table's bytes
 _DIRECT_SPAN_FACTOR = 4
 _DIRECT_SPAN_SLACK = 4096
+#: below this many distinct codes the index stays in cache: needles are not sorted first
+_SMALL_INDEX = 1 << 16
 _PACKED_LIMIT = 1 << 62
 
 Keys = Sequence[pa.Array | pa.ChunkedArray]
@@ -83,7 +85,9 @@ def _valid(keys: Keys) -> np.ndarray | None:
 class KeyIndex:
     """Build rows by key code; :meth:`probe` gives the pairs of equal keys."""
 
-    def __init__(self, keys: Keys, num_rows: int) -> None:
+    def __init__(self, keys: Keys, num_rows: int, spare_bytes: int = 0) -> None:
+        """``spare_bytes``: memory the caller grants for a direct table larger than
+        :data:`_DIRECT_SPAN_FACTOR` slots per distinct code (see :attr:`extra_bytes`)."""
         self._keys = [_contiguous(k) for k in keys]
         valid = _valid(keys)
         rows = np.arange(num_rows, dtype=np.int64) if valid is None else np.flatnonzero(valid)
@@ -104,7 +108,8 @@ class KeyIndex:
         self._starts = first
         self._counts = np.diff(np.append(first, len(codes)))
         self._unique = len(self._distinct) == len(codes)
-        self._direct = self._direct_table()
+        self.extra_bytes = 0
+        self._direct = self._direct_table(spare_bytes)
 
     def _plan_packing(self, rows: np.ndarray) -> tuple[list[int], list[int], list[int]] | None:
         """Per key column: build minimum, maximum and stride, if the ranges fit 62 bits."""
@@ -139,15 +144,20 @@ class KeyIndex:
             code[outside] = -1
         return code
 
-    def _direct_table(self) -> np.ndarray | None:
+    def _direct_table(self, spare_bytes: int) -> np.ndarray | None:
         """For packed codes of a small range: ``table[code]`` is the code's distinct
-        number (the build row when keys are unique) or -1: probing is one lookup a row."""
+        number (the build row when keys are unique) or -1: probing is one lookup a row.
+        Bytes beyond the usual bound come out of ``spare_bytes`` (:attr:`extra_bytes`)."""
         if self._packing is None or not len(self._distinct):
             return None
         span = int(self._distinct[-1]) + 1
-        if span > _DIRECT_SPAN_FACTOR * len(self._distinct) + _DIRECT_SPAN_SLACK:
-            return None
         big = max(len(self._distinct), int(self._rows.max()) + 1) >= 2**31
+        width = 8 if big else 4
+        usual = _DIRECT_SPAN_FACTOR * len(self._distinct) + _DIRECT_SPAN_SLACK
+        extra = max(0, span - usual) * width
+        if extra > spare_bytes:
+            return None
+        self.extra_bytes = extra
         table = np.full(span, -1, dtype=np.int64 if big else np.int32)
         table[self._distinct] = self._rows if self._unique else np.arange(len(self._distinct))
         return table
@@ -200,6 +210,9 @@ class KeyIndex:
             inside = codes.view(np.uint64) < np.uint64(len(self._direct))  # -1 is outside
             found = self._direct.take(codes, mode="clip")
             return np.where(inside, found, -1)
+        if len(self._distinct) <= _SMALL_INDEX:
+            found = np.minimum(np.searchsorted(self._distinct, codes), len(self._distinct) - 1)
+            return np.where(self._distinct[found] == codes, found, -1)
         # binary search with the needles sorted: neighbouring needles touch neighbouring
         # memory, several times faster than random needles over a large index
         order = np.argsort(codes)
