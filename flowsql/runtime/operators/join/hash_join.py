@@ -1,27 +1,27 @@
-"""Hash join (equi keys plus optional residual) for every join kind, on Acero.
+"""Hash join (equi keys plus optional residual) for every join kind: build once, stream the
+probe side.
 
-Both inputs are collected (the build side first, as ``input_order`` says), then the equi
-keys are joined once by Acero over small tables of key columns and row numbers, which
-yields the matching pairs ``(lid, rid)``. The residual, if any, filters those pairs. Every
-join kind is then derived from the surviving pairs (:mod:`join_output`), which is what
-keeps outer, semi, anti, mark and single joins correct in the presence of a residual.
-Semi and anti joins without residual ask Acero for the left row numbers directly.
+The build side comes first (``input_order``): its batches and their key columns (cast to
+one common type per key pair) are held against ``execution.memory-budget``. At its end the
+keys are indexed once (:class:`KeyIndex`), and every probe batch is then joined as it
+arrives and its output emitted at once (:class:`BuildProbeJoin`, which also states how each
+join kind and the null-aware IN / NOT IN marks are derived); what only the end of the probe
+side decides (unmatched build rows of outer joins, semi / anti / mark answers for a left
+build side) comes at its end. Only the build side is ever held.
 
-Null-aware joins (``x IN (subquery)`` as mark, ``x NOT IN (subquery)`` as anti): the first
-key pair is the IN comparison; further key pairs and the residual are correlation
-conditions that select the candidate right rows of a left row. The mark is TRUE when a
-candidate matches; otherwise NULL when there are candidates and either the left key is
-NULL or some candidate has a NULL key; otherwise FALSE. A null-aware anti join keeps
-exactly the left rows whose mark is FALSE.
+When the build side does not fit the budget (``HeldMemory.try_hold`` refuses), what was
+held is written to disk in hash partitions and the join continues as a grace hash join
+(:class:`GraceHashJoin`): the rest of the build side and the whole probe side are
+partitioned the same way, and the partition pairs are joined one at a time at the end of
+the probe side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from flowsql.planner import types as T
 from flowsql.planner.physical import HashJoinExec
@@ -30,195 +30,167 @@ from flowsql.runtime.expressions import compile_expr, compile_predicate
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
     batch_size,
+    conform,
     empty_batch,
-    make_batch,
     positional,
     table_to_batches,
     to_table,
 )
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
-from flowsql.runtime.operators.join.join_output import join_result, matched, paired
+from flowsql.runtime.operators.join.build_probe import BuildProbeJoin, JoinSpec
+from flowsql.runtime.operators.join.grace_hash_join import INDEX_BYTES_PER_ROW, GraceHashJoin
 
-# Pairs checked against the residual at a time (bounds the rows materialized at once).
-_RESIDUAL_CHUNK = 1 << 20
+#: at most this much memory (if the budget has it) for a key index's direct lookup table
+#: beyond its usual size: integer keys of a wide range then still probe by one lookup
+_DIRECT_TABLE_BYTES = 16 << 20
 
 
 def _key_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
-    """The type both sides of a key are compared in (Acero needs identical types)."""
+    """The type both sides of a key are compared in (one type for hashing and equality)."""
     common = T.common_type(left, right) or left
     common = T.normalize_storage_type(common)
     return pa.int8() if pa.types.is_boolean(common) else common
 
 
-class _Side:
-    """One input as it arrives: data batches and the evaluated key columns."""
-
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
-        self.batches: list[pa.RecordBatch] = []
-        self.keys: list[list[pa.Array]] = []
-
-    def table(self) -> pa.Table:
-        return to_table(self.batches or [empty_batch(self.schema)], len(self.schema))
+def _spill_schema(schema: Schema, key_types: list[pa.DataType]) -> pa.Schema:
+    """A side's spilled batches: its columns, then its cast key columns."""
+    return pa.schema([pa.field(f"c{i}", f.dtype) for i, f in enumerate(schema)]
+                     + [pa.field(f"k{i}", t) for i, t in enumerate(key_types)])
 
 
 class HashJoinOperator(Operator):
-    """See the module docstring. Holds both inputs (accounted against the memory budget)
-    and emits the whole result at the end of the second input."""
+    """See the module docstring."""
 
     def __init__(self, node: HashJoinExec) -> None:
         self.node = node
-        self.input_order = (1, 0) if node.build_side == "right" else (0, 1)
+        self._build_input = 1 if node.build_side == "right" else 0
+        self.input_order = (self._build_input, 1 - self._build_input)
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         node = self.node
         self._key_fns = ([compile_expr(k, node.left.schema) for k in node.left_keys],
                          [compile_expr(k, node.right.schema) for k in node.right_keys])
-        self._residual = (compile_predicate(node.residual, (*node.left.schema,
-                                                            *node.right.schema))
-                          if node.residual is not None else None)
-        self._sides = (_Side(node.left.schema), _Side(node.right.schema))
-        self._ended: set[int] = set()
+        self._key_types = [_key_type(lk.dtype, rk.dtype)
+                           for lk, rk in zip(node.left_keys, node.right_keys)]
+        residual = (compile_predicate(node.residual, (*node.left.schema, *node.right.schema))
+                    if node.residual is not None else None)
+        self._spec = JoinSpec(node.kind, node.build_side, node.left.schema, node.right.schema,
+                              residual, node.null_aware, len(node.left_keys))
+        self._schemas = (node.left.schema, node.right.schema)
+        self._held: list[tuple[pa.RecordBatch, list[pa.Array]]] = []
+        self._joined: BuildProbeJoin | None = None
+        self._grace: GraceHashJoin | None = None
         self._memory = HeldMemory(context)
+        self._batch_size = batch_size(context.settings)
+
+    def _keys(self, input: int, batch: pa.RecordBatch) -> list[pa.Array]:
+        return [conform(fn(batch), t) for fn, t in zip(self._key_fns[input], self._key_types)]
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        side = self._sides[input]
-        keys = [fn(batch) for fn in self._key_fns[input]]
-        side.batches.append(batch)
-        side.keys.append(keys)
-        self._memory.hold(batch_nbytes(batch) + sum(k.nbytes for k in keys))
-        return ()
+        keys = self._keys(input, batch)
+        if input == self._build_input:
+            self._add_build(batch, keys)
+            return ()
+        if self._grace is not None:
+            self._grace.add_probe(self._with_keys(input, batch, keys))
+            return ()
+        assert self._joined is not None, "the build side ends before the probe side starts"
+        return self._emit(self._joined.probe(_data(batch), keys))
 
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        self._ended.add(input)
-        if len(self._ended) < 2:
+        if input == self._build_input:
+            self._end_build()
             return ()
-        table = self._join()
-        self._sides = (_Side(()), _Side(()))
+        if self._grace is not None:
+            grace, self._grace = self._grace, None
+            return self._emit_all(grace.results())
+        assert self._joined is not None
+        out = self._joined.finish()
+        self._joined = None
         self._memory.release_all()
-        return table_to_batches(table, self.node.schema, batch_size(self.context.settings))
+        return self._emit(out)
 
     def close(self) -> None:
+        self._held = []
+        self._joined = None
+        self._grace = None
         self._memory.release_all()
 
-    # -- the join proper ------------------------------------------------------------------
+    # -- build side -----------------------------------------------------------------------
 
-    def _key_columns(self) -> tuple[list[pa.ChunkedArray], list[pa.ChunkedArray]]:
-        """Key columns of both sides, cast pairwise to a common type."""
-        left, right = [], []
-        node = self.node
-        for i, (lk, rk) in enumerate(zip(node.left_keys, node.right_keys)):
-            ltype, rtype = lk.dtype, rk.dtype
-            target = _key_type(ltype, rtype)
-            left.append(_column([k[i] for k in self._sides[0].keys], ltype).cast(target))
-            right.append(_column([k[i] for k in self._sides[1].keys], rtype).cast(target))
-        return left, right
+    def _add_build(self, batch: pa.RecordBatch, keys: list[pa.Array]) -> None:
+        if self._grace is not None:
+            self._grace.add_build(self._with_keys(self._build_input, batch, keys))
+            return
+        if self._memory.try_hold(batch_nbytes(batch) + sum(k.nbytes for k in keys)):
+            self._held.append((batch, keys))
+            return
+        self._start_grace()
+        assert self._grace is not None
+        self._grace.add_build(self._with_keys(self._build_input, batch, keys))
 
-    def _join(self) -> pa.Table:
-        node = self.node
-        left, right = self._sides[0].table(), self._sides[1].table()
-        lkeys, rkeys = self._key_columns()
-        self._left, self._right, self._lkeys, self._rkeys = left, right, lkeys, rkeys
-        kind = node.kind
-        if kind in ("semi", "anti") and self._residual is None and not node.null_aware:
-            keep = self._semi_rows(kind)
-            return positional(left.take(pa.array(keep)).columns, len(keep))
-        everything = np.arange(left.num_rows), np.arange(right.num_rows)
-        lid, rid = self._pairs(*everything, list(range(len(lkeys))))
-        if kind in ("inner", "left", "right", "full", "single"):
-            columns, rows = join_result(kind, left, right, lid, rid)
-            return positional(columns, rows)
-        mark = self._mark(lid)
-        if kind == "mark":
-            return positional([*left.columns, mark], left.num_rows)
-        if kind == "semi":
-            keep_mask = mark.to_numpy(zero_copy_only=False)
-        else:  # anti: left rows whose mark is FALSE (not TRUE, and for NOT IN not NULL)
-            keep_mask = pc.fill_null(pc.invert(mark), False).to_numpy(zero_copy_only=False)
-        keep = np.flatnonzero(keep_mask)
-        return positional(left.take(pa.array(keep)).columns, len(keep))
+    def _end_build(self) -> None:
+        if self._grace is not None:
+            return
+        rows = sum(b.num_rows for b, _ in self._held)
+        if not self._memory.try_hold(INDEX_BYTES_PER_ROW * rows):
+            self._start_grace()
+            return
+        side = self._build_input
+        schema = self._schemas[side]
+        table = to_table([b for b, _ in self._held] or [empty_batch(schema)], len(schema))
+        data = positional(table.combine_chunks().columns, table.num_rows)
+        keys = [pa.concat_arrays([k[i] for _, k in self._held]) if self._held
+                else pa.array([], t) for i, t in enumerate(self._key_types)]
+        self._held = []
+        available = self.context.memory.available
+        spare = _DIRECT_TABLE_BYTES if available is None else min(available,
+                                                                    _DIRECT_TABLE_BYTES)
+        self._joined = BuildProbeJoin(self._spec, data, keys, spare_bytes=spare)
+        self._memory.hold(self._joined.index.extra_bytes)  # within ``available``
 
-    def _semi_rows(self, kind: str) -> np.ndarray:
-        """Left row numbers with (semi) / without (anti) an equal key, via Acero."""
-        ltab = _keyed(self._lkeys, np.arange(self._left.num_rows), "l")
-        rtab = _keyed(self._rkeys, np.arange(self._right.num_rows), "r").drop_columns(["rid"])
-        names = [f"l{i}" for i in range(len(self._lkeys))]
-        joined = ltab.join(rtab, keys=names, right_keys=[f"r{i}" for i in range(len(names))],
-                           join_type=f"left {kind}")
-        return np.sort(joined.column("lid").to_numpy())
+    def _start_grace(self) -> None:
+        """Switch to the grace join: what is held goes to disk and is released."""
+        build, probe = self._build_input, 1 - self._build_input
+        self._grace = GraceHashJoin(
+            self._spec, self.context, self._memory,
+            _spill_schema(self._schemas[build], self._key_types),
+            _spill_schema(self._schemas[probe], self._key_types), self.context.name)
+        held, self._held = self._held, []
+        for batch, keys in held:
+            self._grace.add_build(self._with_keys(build, batch, keys))
+        self._memory.release_all()
 
-    def _pairs(self, lrows: np.ndarray, rrows: np.ndarray,
-               keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs among the given left and right rows equal on ``keys`` (all of them if
-        there are none) that satisfy the residual."""
-        if keys:
-            ltab = _keyed([self._lkeys[k].take(lrows) for k in keys], lrows, "l")
-            rtab = _keyed([self._rkeys[k].take(rrows) for k in keys], rrows, "r")
-            if any(pa.types.is_null(c.type) for c in ltab.columns[:-1]):
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-            joined = ltab.join(rtab, keys=[f"l{i}" for i in range(len(keys))],
-                               right_keys=[f"r{i}" for i in range(len(keys))],
-                               join_type="inner")
-            lid = joined.column("lid").to_numpy()
-            rid = joined.column("rid").to_numpy()
-        else:
-            lid = np.repeat(lrows, len(rrows))
-            rid = np.tile(rrows, len(lrows))
-        if self._residual is None or not len(lid):
-            return lid, rid
-        return self._filter_residual(lid, rid)
+    def _with_keys(self, input: int, batch: pa.RecordBatch,
+                   keys: list[pa.Array]) -> pa.RecordBatch:
+        schema = self._schemas[input]
+        columns = [conform(c, f.dtype) for c, f in zip(batch.columns, schema)]
+        return pa.RecordBatch.from_arrays(
+            [*columns, *keys], names=[*(f"c{i}" for i in range(len(columns))),
+                                      *(f"k{i}" for i in range(len(keys)))])
 
-    def _filter_residual(self, lid: np.ndarray, rid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        schema = (*self.node.left.schema, *self.node.right.schema)
-        keep = []
-        for start in range(0, len(lid), _RESIDUAL_CHUNK):
-            li, ri = lid[start:start + _RESIDUAL_CHUNK], rid[start:start + _RESIDUAL_CHUNK]
-            batch = make_batch(paired(self._left, self._right, li, ri), schema, len(li))
-            assert self._residual is not None
-            mask = self._residual(batch).to_numpy(zero_copy_only=False)
-            keep.append(np.flatnonzero(mask) + start)
-        survivors = np.concatenate(keep)
-        return lid[survivors], rid[survivors]
+    # -- output ---------------------------------------------------------------------------
 
-    def _mark(self, lid: np.ndarray) -> pa.Array:
-        """The mark of every left row given the matching pairs (see module docstring)."""
-        found = matched(lid, self._left.num_rows)
-        if not self.node.null_aware:
-            return pa.array(found)
-        lnull = self._lkeys[0].is_null().to_numpy(zero_copy_only=False)
-        rnull = self._rkeys[0].is_null().to_numpy(zero_copy_only=False)
-        open_rows = ~found
-        others = list(range(1, len(self._lkeys)))
-        unknown = np.zeros(self._left.num_rows, dtype=bool)
-        nright = self._right.num_rows
-        # A NULL left key is unknown against any candidate.
-        nulls_left = np.flatnonzero(open_rows & lnull)
-        if len(nulls_left) and nright:
-            if others or self._residual is not None:
-                hit, _ = self._pairs(nulls_left, np.arange(nright), others)
-                unknown[hit] = True
-            else:
-                unknown[nulls_left] = True
-        # A non-NULL left key is unknown against a candidate with a NULL key.
-        rows = np.flatnonzero(open_rows & ~lnull)
-        null_right = np.flatnonzero(rnull)
-        if len(rows) and len(null_right):
-            if others or self._residual is not None:
-                hit, _ = self._pairs(rows, null_right, others)
-                unknown[hit] = True
-            else:
-                unknown[rows] = True
-        return pa.array(found, mask=unknown)
+    def _emit(self, table: pa.Table | None) -> list[pa.RecordBatch]:
+        if table is None:
+            return []
+        return table_to_batches(table, self.node.schema, self._batch_size)
+
+    def _emit_all(self, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+        for table in tables:
+            yield from self._emit(table)
 
 
-def _column(chunks: list[pa.Array], dtype: pa.DataType) -> pa.ChunkedArray:
-    return pa.chunked_array(chunks, type=chunks[0].type if chunks else dtype)
+def _data(batch: pa.RecordBatch) -> pa.Table:
+    """A batch as a table with positional names (a zero-column batch keeps its rows)."""
+    return positional(batch.columns, batch.num_rows)
 
 
 def _keyed(keys: list[pa.ChunkedArray | pa.Array], rows: np.ndarray, prefix: str) -> pa.Table:
-    """Key columns named ``<prefix><i>`` plus the row numbers as ``<prefix>id``."""
+    """Key columns named ``<prefix><i>`` plus the row numbers as ``<prefix>id`` (the
+    sort-merge join's pair finder joins such tables with Acero)."""
     names = [f"{prefix}{i}" for i in range(len(keys))]
     return pa.table([*keys, pa.array(rows.astype(np.int64, copy=False))],
                     names=[*names, f"{prefix}id"])
