@@ -61,6 +61,7 @@ from flowsql.runtime.operators.aggregate import partial_aggregates as partials
 from flowsql.runtime.operators.aggregate.spilled_groups import (
     MAX_LEVEL,
     SpilledGroups,
+    coalesced,
     single_group,
 )
 from flowsql.runtime.spill import SpillRun
@@ -89,6 +90,8 @@ _USER = _Plan("user", None, False, False)
 _ROW = "__row"
 #: rows of input grouped to partial aggregates at a time (when every aggregate merges)
 _CHUNK_ROWS = 1 << 19
+#: bytes of a spilled partition re-partitioned at a time (at most half the free budget)
+_SPLIT_BYTES = 64 << 20
 #: the constant group key of a global aggregate
 _CONSTANT_KEY = "k"
 
@@ -154,7 +157,9 @@ class HashAggregateOperator(Operator):
         counts a TRUE column (NULL where filtered out)."""
         fn, keep = self._args[index], self._filters[index]
         value = fn(batch) if fn is not None else pa.array(np.ones(batch.num_rows, dtype=bool))
-        if self._plans[index].float_argument:
+        if self._plans[index].float_argument and not (
+                self._mergeable and pa.types.is_decimal(value.type)):
+            # merged AVG sums decimals exactly (``partial_aggregates.final``)
             value = value.cast(pa.float64())
         elif pa.types.is_null(value.type):
             value = value.cast(pa.int64())
@@ -390,7 +395,9 @@ class HashAggregateOperator(Operator):
                 "the budget with SET 'execution.memory-budget' = '...'")
         deeper = SpilledGroups(self.context, run.schema, self._group_keys, level + 1)
         try:
-            for batch in run.read():
+            available = self.context.memory.available
+            for batch in coalesced(run, _SPLIT_BYTES if available is None
+                                   else max(1, min(available // 2, _SPLIT_BYTES))):
                 deeper.add(batch)
             run.delete()
             yield from self._partitions_output(deeper.finish(), deeper)
@@ -406,6 +413,11 @@ class HashAggregateOperator(Operator):
         for i, plan in enumerate(self._plans):
             if plan is _USER:
                 continue
+            name = f"a{i}"
+            if plan.float_argument and pa.types.is_decimal(table.schema.field(name).type):
+                # held for merged partials, where AVG sums decimals exactly
+                table = table.set_column(table.schema.get_field_index(name), name,
+                                         table.column(name).cast(pa.float64()))
             function = "distinct" if plan.distinct_values else plan.function
             options = pc.CountOptions("only_valid") if plan.distinct_values else plan.options
             specs.append((f"a{i}", function, options))

@@ -21,6 +21,7 @@ columns and aggregates them at once.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.planner.expressions import AggCall
+from flowsql.runtime.kernels.decimals import unscaled
 
 _SKIP_NULLS = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
 _VALID = pc.CountOptions("only_valid")
@@ -38,6 +40,8 @@ _PARTIAL = {"sum": ("sum", "sum"), "count": ("count", "sum"), "count_star": ("co
             "min": ("min", "min"), "max": ("max", "max"), "any_value": ("min", "min"),
             "bool_and": ("all", "all"), "bool_or": ("any", "any")}
 _NOT_FOR_DISTINCT = {"sum", "count"}
+#: integers of at most this magnitude are exact doubles
+_EXACT_DOUBLE = 2 ** 53
 
 
 def mergeable(aggs: Sequence[AggCall]) -> bool:
@@ -59,8 +63,8 @@ def _options(function: str) -> Any:
 
 def partial(table: pa.Table, keys: list[str], aggs: Sequence[AggCall],
             use_threads: bool = True) -> pa.Table:
-    """``table`` (``keys`` and arguments ``a<i>``; AVG's argument already float64) grouped
-    to one row of partials per group."""
+    """``table`` (``keys`` and arguments ``a<i>``; AVG's argument float64 or decimal)
+    grouped to one row of partials per group."""
     specs: list[tuple[str, str, Any]] = []
     names: list[str] = []
     for i, agg in enumerate(aggs):
@@ -108,12 +112,34 @@ def final(merged: pa.Table, aggs: Sequence[AggCall]) -> list[pa.ChunkedArray | p
     for i, agg in enumerate(aggs):
         value = merged.column(f"p{i}")
         if agg.name == "avg":
-            counts = pc.fill_null(merged.column(f"n{i}"), 0).to_numpy()
-            sums = pc.fill_null(value, 0.0).to_numpy()
-            some = counts > 0
-            means = sums / np.where(some, counts, 1)
-            value = pa.array(means, pa.float64(), mask=~some)
+            value = _mean(value, pc.fill_null(merged.column(f"n{i}"), 0).to_numpy())
         elif agg.name in ("count", "count_star"):
             value = pc.fill_null(value, 0)
         columns.append(value)
     return columns
+
+
+def _mean(sums: pa.ChunkedArray, counts: np.ndarray) -> pa.Array:
+    """AVG as DOUBLE: ``sums / counts``, NULL where a group has no values.
+
+    A decimal sum is exact, and so is the quotient's rounding: while the unscaled sum and
+    ``count * 10^scale`` fit a double's 53 bits, one IEEE division of the two is the
+    correctly rounded mean; beyond that each such group divides in Python decimals.
+    """
+    some = counts > 0
+    divisors = np.where(some, counts, 1)
+    column = sums.combine_chunks() if sums.num_chunks != 1 else sums.chunk(0)
+    if not pa.types.is_decimal(column.type):
+        means = pc.fill_null(column, 0).cast(pa.float64()).to_numpy() / divisors
+        return pa.array(means, pa.float64(), mask=~some)
+    scale = column.type.scale
+    units, fits = unscaled(column.cast(pa.decimal128(38, scale)))
+    means = units.astype(np.float64) / (divisors * 10.0 ** scale)
+    exact = fits & (np.abs(units) < _EXACT_DOUBLE) & (divisors * 10 ** scale < _EXACT_DOUBLE)
+    if not fits or not bool(np.all(exact | ~some)):
+        with decimal.localcontext() as context:
+            context.prec = 60
+            for row in np.flatnonzero(~exact & some):
+                total = column[int(row)].as_py()
+                means[row] = float(total / decimal.Decimal(int(divisors[row])))
+    return pa.array(means, pa.float64(), mask=~some)

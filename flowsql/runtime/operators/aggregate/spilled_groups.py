@@ -11,11 +11,14 @@ groups differently); a partition whose rows all belong to one group cannot be sp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from flowsql.runtime.operator import OperatorContext
+from flowsql.runtime.partitioning import hash_columns
 from flowsql.runtime.spill import SpillRun, SpillWriter, partition_by_hash
 
 #: partitions per level: 16 levels of recursion would address 16^16 partitions
@@ -74,16 +77,39 @@ class SpilledGroups:
 
 
 def single_group(run: SpillRun, keys: list[str]) -> dict[str, Any] | None:
-    """The key values of ``run``'s only group, or None when it holds several groups."""
-    first: pa.Table | None = None
+    """The key values of ``run``'s only group, or None when it holds several groups.
+
+    The keys' hashes rule out most runs in one cheap pass; only a run whose hashes are
+    all equal is grouped exactly.
+    """
+    first_hash: int | None = None
     for batch in run.read():
-        distinct = pa.Table.from_batches([batch]).select(keys).group_by(keys).aggregate([])
-        if distinct.num_rows > 1:
+        hashes = hash_columns([batch.column(k) for k in keys])
+        if first_hash is None:
+            first_hash = int(hashes[0])
+        if bool(np.any(hashes != np.uint64(first_hash))):
             return None
-        if first is None:
-            first = distinct
-        elif pa.concat_tables([first, distinct]).group_by(keys).aggregate([]).num_rows > 1:
-            return None
-    if first is None:
+    if first_hash is None:
         return None
-    return {k: first.column(k)[0].as_py() for k in keys}
+    distinct = pa.concat_tables(
+        pa.Table.from_batches([b]).select(keys).group_by(keys).aggregate([])
+        for b in run.read()).group_by(keys).aggregate([])
+    if distinct.num_rows != 1:
+        return None
+    return {k: distinct.column(k)[0].as_py() for k in keys}
+
+
+def coalesced(run: SpillRun, nbytes: int) -> Iterator[pa.RecordBatch]:
+    """``run``'s batches joined into batches of about ``nbytes`` (at least one batch each):
+    partitioning a run again splits every batch in ``PARTITIONS``, so without this the
+    batches would shrink at every level."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in run.read():
+        pending.append(batch)
+        size += batch.nbytes
+        if size >= nbytes:
+            yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
