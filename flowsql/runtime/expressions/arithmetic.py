@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Call
+from flowsql.runtime.expressions.decimal_int64 import int64_decimal_op
 from flowsql.runtime.expressions.registry import Datum, Node, Run, register
 from flowsql.runtime.expressions.support import as_array, filled_numpy, with_nulls_of
 
@@ -61,6 +62,9 @@ def _numeric(op: str, call: Call) -> Callable[[Datum, Datum], Datum]:
     result = call.dtype
     if T.is_decimal(result):
         def decimal_op(a: Datum, b: Datum) -> Datum:
+            fast = int64_decimal_op(op, a, b, result)
+            if fast is not None:
+                return fast
             a, b = _numeric_operand(a, result), _numeric_operand(b, result)
             if _arrow_decimal_precision(op, a.type, b.type) > T.MAX_DECIMAL_PRECISION:
                 try:

@@ -1,7 +1,10 @@
 """GROUP BY without windows: the batch hash aggregate, and the streaming changelog group
 aggregate with its kernels.
 
-* ``hash_aggregate`` -- one Acero group-by over the whole (bounded) input;
+* ``hash_aggregate`` -- Acero group-bys over the (bounded) input, chunk by chunk to
+  partial aggregates when every aggregate merges, spilling beyond the memory budget;
+* ``partial_aggregates`` -- partial aggregates of a chunk, their merge, their final values;
+* ``spilled_groups`` -- spill runs partitioned by a hash of the group keys;
 * ``sort_aggregate`` -- input sorted on the groups: the complete groups of each batch are
   aggregated by the hash aggregate's machinery, one group stays open;
 * ``changelog_group_aggregate`` -- updating output per batch over an insert-only or

@@ -1,10 +1,26 @@
-"""Hash aggregate: GROUP BY with SQL aggregates, computed by one Acero group-by.
+"""Hash aggregate: GROUP BY with SQL aggregates, computed by Acero group-bys.
 
 While consuming, each batch is reduced to the columns the aggregation needs: the group
 keys and one argument column per aggregate, with the aggregate's FILTER already applied
-(rows it rejects become NULL, which every aggregate skips). At end of input the collected
-columns are grouped once (Acero is multi-threaded, and NULL keys form one group as SQL
-wants). With no group keys the result is exactly one row, also for an empty input.
+(rows it rejects become NULL, which every aggregate skips). Grouping is Acero's
+(multi-threaded; NULL keys form one group as SQL wants). With no group keys the result is
+exactly one row, also for an empty input.
+
+When every aggregate can be merged (``partial_aggregates``), each chunk of about
+``_CHUNK_ROWS`` rows is grouped to partial aggregates as it arrives, so the operator holds
+one row per group and chunk instead of its input (while chunks do reduce: once a chunk
+keeps more than half of its rows, the rest of the input is held as it comes); at the end
+the partials are merged. Otherwise the reduced columns are held and grouped once at the
+end of the input.
+
+Spilling: what is held is accounted against ``execution.memory-budget``. When it would
+exceed the budget, held partials are first merged (which may free enough), and otherwise
+the partials -- or, for aggregates that cannot be merged, the held argument columns -- are
+written to spill runs partitioned by a hash of the group keys (``spilled_groups``). At the
+end of the input every partition is aggregated on its own (a partition too large to hold
+is partitioned again, one level deeper); one group too large to hold fails with
+ResourceExhausted naming it. A global aggregate (no group keys) with aggregates that cannot
+be merged cannot be partitioned and fails the same way when its input exceeds the budget.
 
 DISTINCT: count uses Acero's count_distinct; min, max, bool_and, bool_or and any_value
 ignore duplicates anyway; sum, avg and the variance family collect each group's distinct
@@ -20,7 +36,7 @@ text, its final step merges them); the call per group is the same for every step
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from flowsql.errors import ExecutionError
+from flowsql.errors import ExecutionError, ResourceExhausted
 from flowsql.planner import types as T
 from flowsql.planner.expressions import AggCall
 from flowsql.planner.physical import HashAggregateExec, SortAggregateExec
@@ -42,6 +58,14 @@ from flowsql.runtime.kernels.batches import (
 from flowsql.runtime.kernels.grouping import groupable
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.aggregate import partial_aggregates as partials
+from flowsql.runtime.operators.aggregate.spilled_groups import (
+    MAX_LEVEL,
+    SpilledGroups,
+    coalesced,
+    single_group,
+)
+from flowsql.runtime.spill import SpillRun
 from flowsql.runtime.user_functions.aggregate import call_per_group, group_rows
 
 _VARIANCE = {"stddev_samp": ("stddev", 1), "stddev_pop": ("stddev", 0),
@@ -65,6 +89,12 @@ class _Plan:
 #: the plan of a user-defined aggregate (computed apart from the Acero group-by)
 _USER = _Plan("user", None, False, False)
 _ROW = "__row"
+#: rows of input grouped to partial aggregates at a time (when every aggregate merges)
+_CHUNK_ROWS = 1 << 19
+#: bytes of a spilled partition re-partitioned at a time (at most half the free budget)
+_SPLIT_BYTES = 64 << 20
+#: the constant group key of a global aggregate
+_CONSTANT_KEY = "k"
 
 
 def _plan(agg: AggCall) -> _Plan:
@@ -85,9 +115,10 @@ def _plan(agg: AggCall) -> _Plan:
 
 
 class HashAggregateOperator(Operator):
-    """Blocking: holds the key and argument columns (accounted against the memory
-    budget) and emits the groups at end of input. The sort aggregate reuses its columns
-    and aggregation over each run of complete groups."""
+    """Blocking: holds partial aggregates or the key and argument columns (accounted
+    against the memory budget, spilled beyond it) and emits the groups at end of input.
+    The sort aggregate reuses its columns and aggregation over each run of complete
+    groups."""
 
     def __init__(self, node: HashAggregateExec | SortAggregateExec) -> None:
         self.node = node
@@ -107,15 +138,29 @@ class HashAggregateOperator(Operator):
                               if agg.args and agg.function is None else None)
             self._filters.append(compile_predicate(agg.filter, schema)
                                  if agg.filter is not None else None)
+        #: reduced input batches held (not yet grouped to partials)
         self._parts: list[pa.RecordBatch] = []
         self._memory = HeldMemory(context)
+        self._mergeable = partials.mergeable(self.node.aggs)
+        #: the group keys of what is held (a constant key for a global aggregate)
+        self._group_keys = [f"g{i}" for i in range(len(self.node.group_exprs))] \
+            or [_CONSTANT_KEY]
+        #: partial aggregates of earlier chunks (when every aggregate merges)
+        self._partials: list[pa.Table] = []
+        self._pending_rows = 0
+        #: chunks are grouped to partials while that reduces them
+        self._chunks_reduce = True
+        #: the spill runs, once what is held outgrew the budget
+        self._spilled: SpilledGroups | None = None
 
     def _argument(self, index: int, batch: pa.RecordBatch) -> pa.Array:
         """The column aggregate ``index`` reads; rows its FILTER rejects are NULL. COUNT(*)
         counts a TRUE column (NULL where filtered out)."""
         fn, keep = self._args[index], self._filters[index]
         value = fn(batch) if fn is not None else pa.array(np.ones(batch.num_rows, dtype=bool))
-        if self._plans[index].float_argument:
+        if self._plans[index].float_argument and not (
+                self._mergeable and pa.types.is_decimal(value.type)):
+            # merged AVG sums decimals exactly (``partial_aggregates.final``)
             value = value.cast(pa.float64())
         elif pa.types.is_null(value.type):
             value = value.cast(pa.int64())
@@ -142,10 +187,96 @@ class HashAggregateOperator(Operator):
                 else pa.record_batch([pa.nulls(batch.num_rows)], names=["_"]).select([]))
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        part = self._reduced(batch)
-        self._parts.append(part)
-        self._memory.hold(batch_nbytes(part))
+        self._take(self._reduced(batch))
         return ()
+
+    def _take(self, part: pa.RecordBatch) -> None:
+        """Hold ``part``, making room (merging partials, spilling) when the budget is
+        reached; group the pending rows to partials once they make a chunk."""
+        nbytes = batch_nbytes(part)
+        if not self._memory.try_hold(nbytes):
+            if not self.node.group_exprs and not self._mergeable:
+                self._memory.hold(nbytes)  # nothing to partition by: fails, naming us
+            self._make_room()
+            if not self._memory.try_hold(nbytes):
+                self._spill(self._held_form(pa.Table.from_batches([part])))
+                return
+        self._parts.append(part)
+        self._pending_rows += part.num_rows
+        if self._mergeable and self._chunks_reduce and self._pending_rows >= _CHUNK_ROWS:
+            rows = self._pending_rows
+            chunk = self._partial_of_pending()
+            self._chunks_reduce = chunk.num_rows * 2 <= rows
+            self._partials.append(chunk)
+            self._account()
+
+    def _keyed(self, table: pa.Table) -> pa.Table:
+        """``table`` with the constant key a global aggregate groups by."""
+        if self.node.group_exprs:
+            return table
+        return table.append_column(_CONSTANT_KEY,
+                                   pa.array(np.zeros(table.num_rows, dtype=np.int8)))
+
+    def _held_form(self, table: pa.Table) -> pa.Table:
+        """Reduced input as it is held and spilled: partials when every aggregate
+        merges, else the reduced columns themselves."""
+        if not self._mergeable:
+            return table
+        return partials.partial(self._keyed(table), self._group_keys, self.node.aggs)
+
+    def _partial_of_pending(self) -> pa.Table:
+        table = self._held_form(pa.Table.from_batches(self._parts))
+        self._parts, self._pending_rows = [], 0
+        return table
+
+    def _merged(self) -> pa.Table | None:
+        """Everything held as one table of merged partials (None if nothing is held)."""
+        if self._parts:
+            self._partials.append(self._partial_of_pending())
+        if not self._partials:
+            return None
+        if len(self._partials) == 1:
+            merged = self._partials[0]
+        else:
+            merged = partials.merge(pa.concat_tables(self._partials), self._group_keys,
+                                    self.node.aggs)
+        self._partials = [merged]
+        return merged
+
+    def _account(self) -> None:
+        """Hold exactly what is held now (after it was reorganized)."""
+        self._memory.release_all()
+        held = sum(batch_nbytes(p) for p in self._parts) + sum(
+            t.nbytes for t in self._partials)
+        if not self._memory.try_hold(held):
+            self._spill_held()
+
+    def _make_room(self) -> None:
+        """Free memory: merge held partials if that halves them, else spill all that is
+        held."""
+        if self._mergeable:
+            before = self._memory.held
+            merged = self._merged()
+            if merged is not None and merged.nbytes * 2 <= before:
+                self._account()
+                return
+        self._spill_held()
+
+    def _spill_held(self) -> None:
+        if self._mergeable:
+            merged = self._merged()
+            if merged is not None:
+                self._spill(merged)
+        elif self._parts:
+            self._spill(pa.Table.from_batches(self._parts))
+        self._parts, self._partials, self._pending_rows = [], [], 0
+        self._memory.release_all()
+
+    def _spill(self, table: pa.Table) -> None:
+        """Append ``table`` (in held form) to the spill runs of its partitions."""
+        if self._spilled is None:
+            self._spilled = SpilledGroups(self.context, table.schema, self._group_keys)
+        self._spilled.add(table)
 
     def _empty(self) -> pa.Table:
         types = [T.normalize_storage_type(e.dtype) for e in self.node.group_exprs]
@@ -170,6 +301,19 @@ class HashAggregateOperator(Operator):
             pa.table([pa.nulls(0)], names=["_"]).select([])
 
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
+        if self._spilled is not None:
+            self._spill_held()
+            spilled, self._spilled = self._spilled, None
+            return self._partitions_output(spilled.finish(), spilled)
+        if self._mergeable:
+            merged = self._merged()
+            self._partials = []
+            self._memory.release_all()
+            if merged is None and not self.node.group_exprs:
+                table = self._over_nothing()
+            else:
+                table = self._final(merged)
+            return table_to_batches(table, self.node.schema, batch_size(self.context.settings))
         table = pa.Table.from_batches(self._parts) if self._parts else self._empty()
         if self.node.group_exprs:
             table = self._aggregate(table, [f"g{i}" for i in range(len(self.node.group_exprs))])
@@ -196,7 +340,70 @@ class HashAggregateOperator(Operator):
         return positional(columns, 1)
 
     def close(self) -> None:
+        if self._spilled is not None:
+            self._spilled.delete()
+            self._spilled = None
+        self._parts, self._partials = [], []
         self._memory.release_all()
+
+    def _final(self, merged: pa.Table | None) -> pa.Table:
+        """The output rows of merged partials (None: no input rows, grouped)."""
+        if merged is None:
+            return self._aggregate(self._empty(), self._group_keys)
+        keys = [merged.column(k) for k in self._group_keys if k != _CONSTANT_KEY]
+        return positional([*keys, *partials.final(merged, self.node.aggs)], merged.num_rows)
+
+    def _partitions_output(self, runs: list[SpillRun | None], spilled: SpilledGroups
+                           ) -> Iterator[pa.RecordBatch]:
+        """The groups of each spilled partition, aggregated partition by partition."""
+        try:
+            for run in runs:
+                if run is not None:
+                    yield from self._partition_output(run, spilled.level)
+        finally:
+            spilled.delete()
+
+    def _partition_output(self, run: SpillRun, level: int) -> Iterator[pa.RecordBatch]:
+        if not self._memory.try_hold(run.nbytes):
+            yield from self._split(run, level)
+            return
+        table = run.read_table()
+        run.delete()
+        if self._mergeable:
+            merged = partials.merge(table, self._group_keys, self.node.aggs)
+            del table
+            result = self._final(merged)
+        else:
+            result = self._aggregate(table, self._group_keys)
+            del table
+        self._memory.release_all()
+        yield from table_to_batches(result, self.node.schema, batch_size(self.context.settings))
+
+    def _split(self, run: SpillRun, level: int) -> Iterator[pa.RecordBatch]:
+        """A partition too large to hold, partitioned again one level deeper."""
+        group = single_group(run, self._group_keys)
+        if group is not None or level + 1 > MAX_LEVEL:
+            run.delete()
+            names = [f.name for f in self.node.group_fields]
+            what = ("the group (" + ", ".join(f"{n} = {v!r}" for n, v in
+                                              zip(names, group.values())) + ")"
+                    if group is not None else "a partition of groups")
+            available = self.context.memory.available
+            room = "" if available is None else f", {available / 2**20:.1f} MiB free"
+            raise ResourceExhausted(
+                f"{self.context.name}: {what} holds {run.nbytes / 2**20:.1f} MiB, more than "
+                f"execution.memory-budget allows{room}, and cannot be split further; raise "
+                "the budget with SET 'execution.memory-budget' = '...'")
+        deeper = SpilledGroups(self.context, run.schema, self._group_keys, level + 1)
+        try:
+            available = self.context.memory.available
+            for batch in coalesced(run, _SPLIT_BYTES if available is None
+                                   else max(1, min(available // 2, _SPLIT_BYTES))):
+                deeper.add(batch)
+            run.delete()
+            yield from self._partitions_output(deeper.finish(), deeper)
+        finally:
+            deeper.delete()
 
     def _aggregate(self, table: pa.Table, keys: list[str], use_threads: bool = True
                    ) -> pa.Table:
@@ -207,6 +414,11 @@ class HashAggregateOperator(Operator):
         for i, plan in enumerate(self._plans):
             if plan is _USER:
                 continue
+            name = f"a{i}"
+            if plan.float_argument and pa.types.is_decimal(table.schema.field(name).type):
+                # held for merged partials, where AVG sums decimals exactly
+                table = table.set_column(table.schema.get_field_index(name), name,
+                                         table.column(name).cast(pa.float64()))
             function = "distinct" if plan.distinct_values else plan.function
             options = pc.CountOptions("only_valid") if plan.distinct_values else plan.options
             specs.append((f"a{i}", function, options))
