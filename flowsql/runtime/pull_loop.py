@@ -95,6 +95,12 @@ def _merge(operator: Merging, children: list[Batches], label: str,
 
 
 def _emitted(guard: Guard, label: str, fn: Callable[..., Iterable[pa.RecordBatch]],
-             *args: Any) -> list[pa.RecordBatch]:
-    """Call a hook and materialize what it emits (hooks may be generators)."""
-    return guard(label, lambda: [b for b in fn(*args) if b.num_rows])
+             *args: Any) -> Iterator[pa.RecordBatch]:
+    """Call a hook and pass on what it emits, one batch at a time. A hook may be a
+    generator (each step runs through ``guard``): an operator that emits more than
+    memory holds at end of input (an external sort's merge) is drawn as it is consumed,
+    never materialized."""
+    emitted = iter(guard(label, fn, *args))
+    while (batch := guard(label, next, emitted, None)) is not None:
+        if batch.num_rows:
+            yield batch
