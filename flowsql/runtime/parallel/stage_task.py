@@ -174,7 +174,8 @@ class _Pipeline:
                                   spill=self.spill, subtask_index=self.task.subtask,
                                   parallelism=self.parallelism)
         batches = pull(node, operator, context, _guarded, self.run)
-        yield from batches if self.profile is None else self.profile.timed(node, batches)
+        yield from (batches if self.profile is None
+                    else self.profile.timed(node, batches, context.metrics))
 
 
 def input_channels(config: Mapping[str, Any]) -> dict[int, list[int]]:
