@@ -76,6 +76,19 @@ class ExternalSorter:
         if not self._memory.try_hold(batch.nbytes):
             self._spill_held()  # the batch that did not fit goes into the run too
 
+    def add_sorted(self, table: pa.Table) -> None:
+        """Rows already in order (the same columns as ``add``'s batches) become a run of
+        their own, written at once and never held: an operator that produces ordered
+        pieces (a spilled window's partitions, in input order) only needs the merge. They
+        follow the rows added before them in the order of equal keys."""
+        if table.num_rows == 0:
+            return
+        if self._schema is None:
+            self._schema = table.schema
+        if self._held:
+            self._spill_held()
+        self._runs.append(self._write(iter([table])))
+
     def sorted_tables(self) -> Iterator[pa.Table]:
         if not self._held and not self._runs:
             return
