@@ -26,6 +26,7 @@ from collections.abc import Generator, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from flowsql.planner.expressions import SortKey
 from flowsql.runtime.kernels.batches import take_rows
@@ -42,6 +43,9 @@ MIN_BLOCK_ROWS = 64
 _TARGET_BLOCK_ROWS = 1024
 #: the budget is shared by a round's blocks, their concatenation and the sorted output
 _ROUND_COPIES = 3
+#: a run is written in batches of at most this share of the budget, so reading one batch
+#: ahead per run during a merge stays a small part of it
+_RUN_BATCH_SHARE = 16
 
 
 class ExternalSorter:
@@ -135,9 +139,18 @@ class ExternalSorter:
         writer = SpillWriter(self._context.spill, self._schema, self._label,
                              self._context.metrics)
         for table in tables:
-            for batch in table.combine_chunks().to_batches(self._batch_rows):
+            for batch in table.combine_chunks().to_batches(self._run_batch_rows(table)):
                 writer.write(batch)
         return writer.finish()
+
+    def _run_batch_rows(self, table: pa.Table) -> int:
+        """Rows per batch of a run: ``execution.batch-size``, fewer under a small budget."""
+        limit = self._context.memory.limit
+        if limit is None or table.num_rows == 0:
+            return self._batch_rows
+        row_bytes = max(table.nbytes / table.num_rows, 1.0)
+        rows = int(limit // (_RUN_BATCH_SHARE * row_bytes))
+        return max(MIN_BLOCK_ROWS, min(self._batch_rows, rows))
 
     # -- merging --------------------------------------------------------------------------
 
@@ -240,8 +253,10 @@ class ExternalSorter:
 
 
 class _RunCursor:
-    """Reads one run block by block: ``block`` holds its next rows (sliced out of the
-    memory-mapped file), ``has_more`` says whether rows remain on disk beyond them."""
+    """Reads one run block by block: ``block`` holds its next rows, ``has_more`` says
+    whether rows remain on disk beyond them. The run is read with ordinary file reads,
+    not a memory mapping: the batches read are freed once merged, where mapped pages
+    would stay in the process's resident memory until the whole run is closed."""
 
     def __init__(self, run: SpillRun) -> None:
         self._batches = _streamed(run)
@@ -277,5 +292,7 @@ class _RunCursor:
 
 
 def _streamed(run: SpillRun) -> Generator[pa.RecordBatch, None, None]:
-    """``run.read()`` as a generator whose ``close`` also closes the run's file mapping."""
-    yield from run.read()
+    """The run's batches in order, read from the file one at a time (closing the
+    generator closes the file)."""
+    with pa.OSFile(run.path, "rb") as source:
+        yield from ipc.open_stream(source)
