@@ -138,9 +138,13 @@ class ExternalSorter:
         assert self._schema is not None
         writer = SpillWriter(self._context.spill, self._schema, self._label,
                              self._context.metrics)
-        for table in tables:
-            for batch in table.combine_chunks().to_batches(self._run_batch_rows(table)):
-                writer.write(batch)
+        try:
+            for table in tables:
+                for batch in table.combine_chunks().to_batches(self._run_batch_rows(table)):
+                    writer.write(batch)
+        except BaseException:  # a failed merge pass leaves no partial run behind
+            writer.finish().delete()
+            raise
         return writer.finish()
 
     def _run_batch_rows(self, table: pa.Table) -> int:
