@@ -78,7 +78,8 @@ class WindowOperator(Operator):
         self._batches: list[pa.RecordBatch] = []
         self._memory = HeldMemory(context)
         schema = self.node.input.schema
-        keys = common_partition_keys(self.node.calls) if self.node.calls else ()
+        # rows without columns (all pruned) carry no key to split them by
+        keys = common_partition_keys(self.node.calls) if self.node.calls and schema else ()
         self._key_fns = [(compile_expr(e, schema), e.dtype) for e in keys]
         self._spill: PartitionSpill | None = None
         self._position = 0
