@@ -1,7 +1,8 @@
 """EXPLAIN ANALYZE: the physical plan beside what one run of it measured.
 
 Per operator: the optimizer's estimated rows, the rows the operator actually emitted, the
-q-error of the estimate and the operator's own time. The figures are data first
+q-error of the estimate, the operator's own time and, when it spilled to disk under
+``execution.memory-budget``, the bytes it spilled. The figures are data first
 (:func:`analysis_table`, which ``Result.analysis`` carries) and text second
 (:func:`explain_analyze`, rendered from that table), so tests and benchmarks read the same
 numbers a person sees.
@@ -19,6 +20,9 @@ Conventions a reader must know:
   work, end of input, close), excluding the time its inputs took to produce their batches.
   At parallelism > 1 it is the slowest subtask's. For an exchange it is the receiving
   side's wait for batches from the stage that feeds it, which overlaps that stage's work.
+* **spilled** is the size on disk of every spill file the operator wrote (summed over its
+  subtasks; a row merged in several passes counts once per pass) and the number of files
+  (runs); shown only for operators that spilled.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ __all__ = ["ANALYSIS_SCHEMA", "OperatorActuals", "analysis_table", "explain_anal
 
 @dataclass(frozen=True)
 class OperatorActuals:
-    """What a run measured of one operator: rows emitted (summed over subtasks) and own
-    seconds (the slowest subtask's)."""
+    """What a run measured of one operator: rows emitted (summed over subtasks), own
+    seconds (the slowest subtask's) and spill files written (bytes and runs, summed)."""
 
     rows: int
     seconds: float
+    spilled_bytes: int = 0
+    spilled_runs: int = 0
 
 
 #: the columns of ``Result.analysis``, one row per physical plan node in pre-order
@@ -56,6 +62,8 @@ ANALYSIS_SCHEMA = pa.schema([
     pa.field("q_error", pa.float64()),                  # null: never executed
     pa.field("seconds", pa.float64()),                  # own time; null: never executed
     pa.field("operator_id", pa.string(), nullable=False),
+    pa.field("spilled_bytes", pa.int64()),              # on disk; null: never executed
+    pa.field("spilled_runs", pa.int64()),               # spill files; null: never executed
 ])
 
 
@@ -80,17 +88,21 @@ def analysis_table(plan: PhysicalPlan, actuals: Mapping[str, OperatorActuals]) -
                             ("estimated_rows", float(node.est_rows)),
                             ("operator_id", ids[id(node)])):
             columns[name].append(value)
-        for name in ("actual_rows", "q_error", "seconds"):
+        for name in ("actual_rows", "q_error", "seconds", "spilled_bytes", "spilled_runs"):
             columns[name].append(None)
         below = [visit(child, depth + 1) for child in node.inputs]
         measured = actuals.get(ids[id(node)])
         if isinstance(node, ExchangeExec) and below[0] is not None:
             seconds = measured.seconds if measured is not None else 0.0
-            measured = OperatorActuals(below[0].rows, seconds)
+            measured = OperatorActuals(below[0].rows, seconds,
+                                       measured.spilled_bytes if measured else 0,
+                                       measured.spilled_runs if measured else 0)
         if measured is not None:
             columns["actual_rows"][row] = measured.rows
             columns["q_error"][row] = q_error(node.est_rows, measured.rows)
             columns["seconds"][row] = measured.seconds
+            columns["spilled_bytes"][row] = measured.spilled_bytes
+            columns["spilled_runs"][row] = measured.spilled_runs
         return measured
 
     visit(plan, 0)
@@ -107,10 +119,20 @@ def explain_analyze(analysis: pa.Table, elapsed_seconds: float, parallelism: int
         else:
             figures = (f"actual={row['actual_rows']} q-error={row['q_error']:.2f} "
                        f"time={_duration(row['seconds'])}")
+            if row["spilled_bytes"]:
+                figures += (f" spilled={_size(row['spilled_bytes'])} in "
+                            f"{row['spilled_runs']} run{'s' if row['spilled_runs'] != 1 else ''}")
         lines.append(f"{INDENT * row['depth']}{row['description']} "
                      f"rows=~{round(row['estimated_rows'])} {figures}")
     lines += ["", f"Total: {_duration(elapsed_seconds)} at parallelism {parallelism}"]
     return "\n".join(lines)
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f}{unit}"
+    return f"{nbytes}B"
 
 
 def _duration(seconds: float) -> str:

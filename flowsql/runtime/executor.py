@@ -79,7 +79,8 @@ def _run(node: PhysicalPlan, job: _Job) -> Generator[pa.RecordBatch, None, None]
     context = OperatorContext(name=label, settings=job.settings, memory=job.memory,
                               spill=job.spill, shared_subplans=job.shared)
     batches = pull(node, operator, context, _guarded, lambda child: _run(child, job))
-    yield from batches if job.profile is None else job.profile.timed(node, batches)
+    yield from (batches if job.profile is None
+                else job.profile.timed(node, batches, context.metrics))
 
 
 def execute_batches(plan: PhysicalPlan, settings: dict[str, str]) -> Iterator[pa.RecordBatch]:

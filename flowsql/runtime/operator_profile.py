@@ -1,4 +1,4 @@
-"""Per-operator rows and own time of one bounded run, for EXPLAIN ANALYZE.
+"""Per-operator rows, own time and spilled bytes of one bounded run, for EXPLAIN ANALYZE.
 
 A bounded run pulls one generator of batches per plan node (:mod:`flowsql.runtime.pull_loop`);
 an operator's work happens inside its generator's ``next`` calls, and its inputs' work
@@ -11,6 +11,11 @@ only when asked to.
 Figures are keyed by operator id (``planner.operator_ids``), the name a node has in every
 process: a parallel run's subtasks report theirs (:meth:`Profile.report`, JSON-able) and the
 coordinator merges them (:func:`merge_reports`: rows summed, own time the slowest subtask's).
+
+Spilling is read from the operator's own metrics (``spilled_bytes``, ``spilled_runs``, which
+:class:`~flowsql.runtime.spill.SpillWriter` counts): :meth:`Profile.timed` keeps a reference
+to the operator context's metrics dict and reads it when the figures are asked for; subtasks'
+spilled bytes and runs are summed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ Batches = Generator[pa.RecordBatch, None, None]
 class _Timer:
     rows: int = 0
     inclusive: float = 0.0
+    #: the operator's metrics (its context's dict), where spilling is counted
+    metrics: Mapping[str, Any] | None = None
+
+    def spilled(self) -> tuple[int, int]:
+        metrics = self.metrics or {}
+        return int(metrics.get("spilled_bytes", 0)), int(metrics.get("spilled_runs", 0))
 
 
 class Profile:
@@ -40,16 +51,21 @@ class Profile:
     def __init__(self) -> None:
         self._timers: dict[int, _Timer] = {}
 
-    def timed(self, node: PhysicalPlan, batches: Batches) -> Batches:
+    def timed(self, node: PhysicalPlan, batches: Batches,
+              metrics: Mapping[str, Any] | None = None) -> Batches:
         """``batches`` unchanged, counting their rows and the time spent producing them
         (including closing the generator, where an operator's ``close`` runs). The node
-        counts as run from here on, even if nobody pulls it (0 rows)."""
-        return _timed(self._timers.setdefault(id(node), _Timer()), batches)
+        counts as run from here on, even if nobody pulls it (0 rows). ``metrics`` is the
+        operator's metrics dict, read for its spilled bytes and runs."""
+        timer = self._timers.setdefault(id(node), _Timer())
+        timer.metrics = metrics
+        return _timed(timer, batches)
 
     def actuals(self, plan: PhysicalPlan, names: Mapping[int, str]
                 ) -> dict[str, OperatorActuals]:
-        """Rows and own seconds of every node of ``plan`` that ran, by ``names[id(node)]``
-        (the node's operator id). Own time is clamped at 0 against clock jitter."""
+        """Rows, own seconds and spilling of every node of ``plan`` that ran, by
+        ``names[id(node)]`` (the node's operator id). Own time is clamped at 0 against
+        clock jitter."""
         out: dict[str, OperatorActuals] = {}
 
         def visit(node: PhysicalPlan) -> None:
@@ -60,27 +76,35 @@ class Profile:
                 return
             inputs = sum(self._timers[id(c)].inclusive for c in node.inputs
                          if id(c) in self._timers)
-            out[names[id(node)]] = OperatorActuals(timer.rows, max(0.0, timer.inclusive - inputs))
+            out[names[id(node)]] = OperatorActuals(timer.rows, max(0.0, timer.inclusive - inputs),
+                                                   *timer.spilled())
 
         visit(plan)
         return out
 
     def report(self, plan: PhysicalPlan, operator_ids: Iterable[str]) -> dict[str, list[Any]]:
-        """``actuals`` as JSON (operator id -> [rows, seconds]) for a stage plan whose nodes
-        are named, in pre-order, by ``operator_ids`` (the stage's deployment config)."""
+        """``actuals`` as JSON (operator id -> [rows, seconds, spilled bytes, spilled runs])
+        for a stage plan whose nodes are named, in pre-order, by ``operator_ids`` (the
+        stage's deployment config)."""
         names = dict(zip((id(n) for n in _preorder(plan)), operator_ids))
-        return {name: [a.rows, a.seconds] for name, a in self.actuals(plan, names).items()}
+        return {name: [a.rows, a.seconds, a.spilled_bytes, a.spilled_runs]
+                for name, a in self.actuals(plan, names).items()}
 
 
 def merge_reports(reports: Iterable[Mapping[str, list[Any]]]) -> dict[str, OperatorActuals]:
-    """Subtask reports merged per operator: rows summed, seconds the maximum."""
+    """Subtask reports merged per operator: rows summed, seconds the maximum, spilled
+    bytes and runs summed."""
     rows: dict[str, int] = {}
     seconds: dict[str, float] = {}
+    spilled: dict[str, tuple[int, int]] = {}
     for report in reports:
-        for name, (count, spent) in report.items():
+        for name, (count, spent, *spill) in report.items():
             rows[name] = rows.get(name, 0) + int(count)
             seconds[name] = max(seconds.get(name, 0.0), float(spent))
-    return {name: OperatorActuals(rows[name], seconds[name]) for name in rows}
+            nbytes, runs = spilled.get(name, (0, 0))
+            more_bytes, more_runs = (int(spill[0]), int(spill[1])) if spill else (0, 0)
+            spilled[name] = (nbytes + more_bytes, runs + more_runs)
+    return {name: OperatorActuals(rows[name], seconds[name], *spilled[name]) for name in rows}
 
 
 def _timed(timer: _Timer, batches: Batches) -> Batches:

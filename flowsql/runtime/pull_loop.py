@@ -96,14 +96,11 @@ def _merge(operator: Merging, children: list[Batches], label: str,
 
 def _emitted(guard: Guard, label: str, fn: Callable[..., Iterable[pa.RecordBatch]],
              *args: Any) -> Iterator[pa.RecordBatch]:
-    """Call a hook and pass on what it emits, one batch at a time: a hook may be a
-    generator that produces far more than memory holds (a grace hash join's or an external
-    sort's output at end of input), so its batches are never collected into a list. Every
-    step runs under the guard, so an error inside the generator names the operator."""
-    produced = guard(label, lambda: iter(fn(*args)))
-    while True:
-        batch = guard(label, lambda: next(produced, None))
-        if batch is None:
-            return
+    """Call a hook and pass on what it emits, one batch at a time. A hook may be a
+    generator (each step runs through ``guard``): an operator that emits more than
+    memory holds at end of input (an external sort's merge) is drawn as it is consumed,
+    never materialized."""
+    emitted = iter(guard(label, fn, *args))
+    while (batch := guard(label, next, emitted, None)) is not None:
         if batch.num_rows:
             yield batch

@@ -1,29 +1,25 @@
-"""Sort: ORDER BY over the whole input (blocking)."""
+"""Sort: ORDER BY over the whole input (blocking), spilling sorted runs to disk when the
+memory budget is full (:mod:`flowsql.runtime.spill.external_sort`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
 from flowsql.planner.physical import SortExec
 from flowsql.runtime.expressions import compile_expr
-from flowsql.runtime.kernels.batches import (
-    batch_nbytes,
-    batch_size,
-    table_to_batches,
-    take_rows,
-    to_table,
-)
-from flowsql.runtime.kernels.held_memory import HeldMemory
-from flowsql.runtime.kernels.ordering import sort_indices
+from flowsql.runtime.kernels.batches import batch_size, conform, table_to_batches
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.spill.external_sort import ExternalSorter
 
 
 class SortOperator(Operator):
-    """Holds every input batch with its evaluated sort keys (accounted against the memory
-    budget), sorts once at end of input and emits in ``execution.batch-size`` chunks.
-    The sort is stable, so rows equal on all keys keep their input order."""
+    """Hands every input batch with its evaluated sort keys appended to an
+    :class:`ExternalSorter` (which holds them against the memory budget and spills sorted
+    runs when it is full) and emits the sorted rows in ``execution.batch-size`` chunks
+    at end of input, streaming them out of the merge. The sort is stable, so rows equal
+    on all keys keep their input order, spilled or not."""
 
     def __init__(self, node: SortExec) -> None:
         self.node = node
@@ -32,30 +28,21 @@ class SortOperator(Operator):
         super().open(context)
         schema = self.node.input.schema
         self._keys = [compile_expr(k.expr, schema) for k in self.node.keys]
-        self._batches: list[pa.RecordBatch] = []
-        self._key_values: list[list[pa.Array]] = [[] for _ in self.node.keys]
-        self._memory = HeldMemory(context)
+        self._width = len(schema)
+        self._batch_rows = batch_size(context.settings)
+        self._sorter = ExternalSorter(context, self.node.keys, "sort", self._batch_rows)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        self._batches.append(batch)
-        size = batch_nbytes(batch)
-        for values, fn in zip(self._key_values, self._keys):
-            key = fn(batch)
-            values.append(key)
-            size += key.nbytes
-        self._memory.hold(size)
+        keys = [conform(fn(batch), k.expr.dtype) for fn, k in zip(self._keys, self.node.keys)]
+        columns = [*batch.columns, *keys]
+        names = [f"c{i}" for i in range(len(columns))]
+        self._sorter.add(pa.RecordBatch.from_arrays(columns, names=names))
         return ()
 
-    def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
-        schema = self.node.schema
-        table = to_table(self._batches, len(schema)) if self._batches else None
-        if table is None:
-            return ()
-        keys = [pa.chunked_array(v, type=v[0].type) for v in self._key_values]
-        order = sort_indices(keys, self.node.keys, table.num_rows)
-        self._batches, self._key_values = [], []
-        return table_to_batches(take_rows(table.combine_chunks(), order), schema,
-                                batch_size(self.context.settings))
+    def end_input(self, input: int) -> Iterator[pa.RecordBatch]:
+        data = list(range(self._width))
+        for table in self._sorter.sorted_tables():
+            yield from table_to_batches(table.select(data), self.node.schema, self._batch_rows)
 
     def close(self) -> None:
-        self._memory.release_all()
+        self._sorter.close()

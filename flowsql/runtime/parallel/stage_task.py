@@ -179,7 +179,8 @@ class _Pipeline:
                                   parallelism=self.parallelism,
                                   shared_subplans=self.shared)
         batches = pull(node, operator, context, _guarded, self.run)
-        yield from batches if self.profile is None else self.profile.timed(node, batches)
+        yield from (batches if self.profile is None
+                    else self.profile.timed(node, batches, context.metrics))
 
 
 def input_channels(config: Mapping[str, Any]) -> dict[int, list[int]]:

@@ -6,17 +6,27 @@ per window the rows are sorted once by (partition, order), the partition and pee
 layout is computed once, every call of that window is evaluated over the sorted rows
 (:mod:`window_functions`), and the results are put back in input order. Output rows keep
 the input order.
+
+Spilling: the rows are held against ``execution.memory-budget``. When it is full and the
+windows share PARTITION BY keys (the keys every call partitions by), the rows, each with
+its input position, are split into spill runs by the hash of those keys
+(:mod:`flowsql.runtime.spill.partition_spill`): a window partition never spans two runs,
+so each run is evaluated in memory on its own exactly as above. The runs' outputs are
+merged back into input order by their positions (an external sort), so the result is the
+in-memory path's, row for row. Windows without a common PARTITION BY key need all rows at
+once and fail with ResourceExhausted when they do not fit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
-from flowsql.planner.expressions import Expr, SortKey, WindowCall
+from flowsql.planner import types as T
+from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall
 from flowsql.planner.physical import WindowExec
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import (
@@ -31,6 +41,8 @@ from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
+from flowsql.runtime.spill.external_sort import ExternalSorter
+from flowsql.runtime.spill.partition_spill import PartitionSpill, partition_groups
 from flowsql.runtime.user_functions.frames import call_per_frame
 
 _RANKING = {"row_number": W.row_number, "rank": W.rank, "dense_rank": W.dense_rank,
@@ -39,8 +51,21 @@ _AGGREGATES = ("sum", "count", "count_star", "avg", "min", "max")
 _VALUES = ("first_value", "last_value", "nth_value")
 
 
+#: the external sort that restores input order compares only its key column, the rows'
+#: positions; the expression itself is never evaluated
+_BY_POSITION = (SortKey(Literal(0, T.INT64)),)
+
+
+def common_partition_keys(calls: tuple[WindowCall, ...]) -> tuple[Expr, ...]:
+    """The PARTITION BY expressions every call has: rows equal on them are in one window
+    partition of every call."""
+    common = [e for e in calls[0].partition_by if all(e in c.partition_by for c in calls)]
+    return tuple(dict.fromkeys(common))
+
+
 class WindowOperator(Operator):
-    """Holds the whole input (accounted against the memory budget)."""
+    """Holds the whole input (accounted against the memory budget), or spills it by the
+    hash of the common PARTITION BY keys when the budget is full (see module doc)."""
 
     def __init__(self, node: WindowExec) -> None:
         self.node = node
@@ -56,32 +81,97 @@ class WindowOperator(Operator):
         super().open(context)
         self._batches: list[pa.RecordBatch] = []
         self._memory = HeldMemory(context)
+        schema = self.node.input.schema
+        # rows without columns (all pruned) carry no key to split them by
+        keys = common_partition_keys(self.node.calls) if self.node.calls and schema else ()
+        self._key_fns = [(compile_expr(e, schema), e.dtype) for e in keys]
+        self._spill: PartitionSpill | None = None
+        self._position = 0
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
+        if self._spill is not None:
+            self._spill.write(self._positioned(batch))
+            return ()
         self._batches.append(batch)
-        self._memory.hold(batch_nbytes(batch))
+        if not self._key_fns:
+            self._memory.hold(batch_nbytes(batch))
+        elif not self._memory.try_hold(batch_nbytes(batch)):
+            self._start_spilling()
         return ()
 
     def close(self) -> None:
         self._memory.release_all()
 
-    def _evaluate(self, expr: Expr) -> pa.Array:
-        """An expression over the whole held input, as one array."""
+    # -- spilling -------------------------------------------------------------------------
+
+    def _keys_of(self, batch: pa.RecordBatch) -> list[pa.Array]:
+        return [conform(fn(batch), dtype) for fn, dtype in self._key_fns]
+
+    def _positioned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with its rows' input positions as an extra last column."""
+        positions = pa.array(np.arange(self._position, self._position + batch.num_rows))
+        self._position += batch.num_rows
+        columns = [*batch.columns, positions]
+        return pa.RecordBatch.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
+
+    def _start_spilling(self) -> None:
+        first = self._positioned(self._batches[0])
+        self._spill = PartitionSpill(self.context, first.schema, "window", self._keys_of)
+        self._spill.write(first)
+        for batch in self._batches[1:]:
+            self._spill.write(self._positioned(batch))
+        self._batches = []
+        self._memory.release_all()
+
+    def _spilled_output(self, spill: PartitionSpill) -> Iterator[pa.RecordBatch]:
+        """Each spilled partition evaluated in memory, merged back into input order."""
+        width = len(self.node.input.schema)
+        size = batch_size(self.context.settings)
+        sorter = ExternalSorter(self.context, _BY_POSITION, "window", size)
+        try:
+            for (table,) in partition_groups(self.context, [spill.finish()], [self._keys_of],
+                                             "window"):
+                assert table is not None
+                rows = [pa.RecordBatch.from_arrays(b.columns[:width],
+                                                   names=[f"c{i}" for i in range(width)])
+                        for b in table.to_batches()]
+                out = self._windowed(rows)
+                sorter.add_sorted(out.append_column("position", table.column(width)))
+            keep = list(range(len(self.node.schema)))
+            for table in sorter.sorted_tables():
+                yield from table_to_batches(table.select(keep), self.node.schema, size)
+        finally:
+            sorter.close()
+
+    # -- evaluation -----------------------------------------------------------------------
+
+    def _evaluate(self, expr: Expr, rows: list[pa.RecordBatch]) -> pa.Array:
+        """An expression over ``rows`` (the held input or one spilled partition), as one
+        array."""
         fn: Callable[[pa.RecordBatch], pa.Array] = compile_expr(expr, self.node.input.schema)
-        parts = [fn(b) for b in self._batches]
+        parts = [fn(b) for b in rows]
         return conform(pa.chunked_array(parts, type=expr.dtype), expr.dtype)
 
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
+        if self._spill is not None:
+            return self._spilled_output(self._spill)
         if not self._batches:
             return ()
-        n = sum(b.num_rows for b in self._batches)
+        out = self._windowed(self._batches)
+        self._batches = []
+        self._memory.release_all()
+        return table_to_batches(out, self.node.schema, batch_size(self.context.settings))
+
+    def _windowed(self, rows: list[pa.RecordBatch]) -> pa.Table:
+        """``rows`` with one column per window call appended, in the order of ``rows``."""
+        n = sum(b.num_rows for b in rows)
         windows: dict[tuple[tuple[Expr, ...], tuple[SortKey, ...]], list[int]] = {}
         for i, call in enumerate(self.node.calls):
             windows.setdefault((call.partition_by, call.order_by), []).append(i)
         results: list[pa.Array | None] = [None] * len(self.node.calls)
         for (partition_by, order_by), members in windows.items():
-            partition = [self._evaluate(e) for e in partition_by]
-            order = [self._evaluate(k.expr) for k in order_by]
+            partition = [self._evaluate(e, rows) for e in partition_by]
+            order = [self._evaluate(k.expr, rows) for k in order_by]
             specs = [SortKey(e) for e in partition_by] + list(order_by)
             perm = sort_indices([*partition, *order], specs, n)
             layout = Layout.of([p.take(perm) for p in partition],
@@ -92,44 +182,42 @@ class WindowOperator(Operator):
             back = pa.array(inverse)
             for i in members:
                 call = self.node.calls[i]
-                value = self._call(call, layout, perm, sorted_order)
+                value = self._call(call, layout, perm, sorted_order, rows)
                 results[i] = conform(value, self.node.fields[i].dtype).take(back)
-        table = to_table(self._batches, len(self.node.input.schema))
+        table = to_table(rows, len(self.node.input.schema))
         columns = [*table.columns, *results]
-        self._batches = []
-        self._memory.release_all()
-        out = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
-        return table_to_batches(out, self.node.schema, batch_size(self.context.settings))
+        return pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
 
-    def _argument(self, call: WindowCall, index: int, perm: pa.Array) -> pa.Array:
-        return self._evaluate(call.args[index]).take(perm)
+    def _argument(self, call: WindowCall, index: int, perm: pa.Array,
+                  rows: list[pa.RecordBatch]) -> pa.Array:
+        return self._evaluate(call.args[index], rows).take(perm)
 
     def _call(self, call: WindowCall, layout: Layout, perm: pa.Array,
-              order: list[pa.Array]) -> pa.Array:
+              order: list[pa.Array], rows: list[pa.RecordBatch]) -> pa.Array:
         name = call.name
         if name in _RANKING:
             return pa.array(_RANKING[name](layout))
         if name == "ntile":
-            buckets = self._argument(call, 0, perm).to_numpy(zero_copy_only=False)
+            buckets = self._argument(call, 0, perm, rows).to_numpy(zero_copy_only=False)
             return pa.array(W.ntile(layout, np.asarray(buckets, dtype=np.int64)))
         if name in ("lag", "lead"):
-            values = self._argument(call, 0, perm)
-            offsets = (np.asarray(self._argument(call, 1, perm).to_numpy(zero_copy_only=False),
+            values = self._argument(call, 0, perm, rows)
+            offsets = (np.asarray(self._argument(call, 1, perm, rows).to_numpy(zero_copy_only=False),
                                   dtype=np.int64) if len(call.args) > 1
                        else np.ones(layout.n, dtype=np.int64))
-            default = (self._argument(call, 2, perm) if len(call.args) > 2
+            default = (self._argument(call, 2, perm, rows) if len(call.args) > 2
                        else pa.nulls(layout.n, values.type))
             return W.shifted(layout, values, -offsets if name == "lag" else offsets, default)
         frame = call.frame or default_frame(bool(call.order_by))
         start, end = frame_bounds(frame, layout, call.order_by, order)
         if call.function is not None:
-            partition = [self._evaluate(e).take(perm) for e in call.partition_by]
-            return call_per_frame(call.function, [self._argument(call, j, perm)
+            partition = [self._evaluate(e, rows).take(perm) for e in call.partition_by]
+            return call_per_frame(call.function, [self._argument(call, j, perm, rows)
                                                   for j in range(len(call.args))],
                                   start, end, _describe_partition(call, partition))
         if name == "count_star" or (name == "count" and not call.args):
             return pa.array(W.frame_count(None, start, end))
-        values = self._argument(call, 0, perm)
+        values = self._argument(call, 0, perm, rows)
         if name == "count":
             return pa.array(W.frame_count(values, start, end))
         if name == "sum":
@@ -140,7 +228,7 @@ class WindowOperator(Operator):
             return W.frame_extreme(values, start, end, frame, layout, name == "max")
         if name == "last_value":
             return W.nth_in_frame(values, start, end, None, from_end=True)
-        nth = (np.asarray(self._argument(call, 1, perm).to_numpy(zero_copy_only=False),
+        nth = (np.asarray(self._argument(call, 1, perm, rows).to_numpy(zero_copy_only=False),
                           dtype=np.int64) if name == "nth_value"
                else np.ones(layout.n, dtype=np.int64))
         return W.nth_in_frame(values, start, end, nth)

@@ -1,4 +1,5 @@
-"""Top-N: ORDER BY ... LIMIT n OFFSET m keeping only n + m rows while consuming."""
+"""Top-N: ORDER BY ... LIMIT n OFFSET m keeping only n + m rows while consuming; it never
+spills: what it holds is bounded by the limit, and accounted against the memory budget."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 from flowsql.planner.physical import TopNExec
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import batch_size, table_to_batches, take_rows
+from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.kernels.ordering import top_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 
@@ -20,8 +22,10 @@ _SLACK = 4
 class TopNOperator(Operator):
     """Buffers candidate rows together with their sort keys (key columns appended after
     the data columns) and cuts the buffer back to the best ``limit + offset`` rows
-    whenever it grows past ``_SLACK`` times that (or one batch). Memory stays bounded by
-    the limit, so nothing is accounted against the budget."""
+    whenever it grows past ``_SLACK`` times that (or one batch), or sooner when the memory
+    budget has no room for the buffer. The buffer is held against the budget; only when
+    the best ``limit + offset`` rows alone exceed it does the operator fail
+    (ResourceExhausted): sorting to disk would not help, those rows are the result."""
 
     def __init__(self, node: TopNExec) -> None:
         self.node = node
@@ -34,16 +38,19 @@ class TopNOperator(Operator):
         self._width = len(schema)
         self._buffer: list[pa.Table] = []
         self._buffered = 0
+        self._memory = HeldMemory(context)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if self._keep == 0:
             return ()
         columns = [*batch.columns, *(fn(batch) for fn in self._keys)]
         names = [f"c{i}" for i in range(len(columns))]
-        self._buffer.append(pa.Table.from_arrays(columns, names=names) if columns
-                            else pa.Table.from_batches([batch]))
+        table = (pa.Table.from_arrays(columns, names=names) if columns
+                 else pa.Table.from_batches([batch]))
+        self._buffer.append(table)
         self._buffered += batch.num_rows
-        if self._buffered > _SLACK * max(self._keep, batch.num_rows):
+        if (self._buffered > _SLACK * max(self._keep, batch.num_rows)
+                or not self._memory.try_hold(table.nbytes)):
             self._cut()
         return ()
 
@@ -53,6 +60,8 @@ class TopNOperator(Operator):
         order = top_indices(keys, self.node.keys, table.num_rows, self._keep)
         self._buffer = [take_rows(table, order)]
         self._buffered = self._buffer[0].num_rows
+        self._memory.release_all()
+        self._memory.hold(self._buffer[0].nbytes)
 
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
         if not self._buffer:
@@ -61,4 +70,8 @@ class TopNOperator(Operator):
         table = self._buffer[0].slice(self.node.offset, self.node.limit)
         table = table.select(list(range(self._width)))
         self._buffer = []
+        self._memory.release_all()
         return table_to_batches(table, self.node.schema, batch_size(self.context.settings))
+
+    def close(self) -> None:
+        self._memory.release_all()

@@ -1,0 +1,129 @@
+"""Window functions under a tiny memory budget: the input is spilled by the hash of the
+common PARTITION BY keys and each partition evaluated on its own; the result equals the
+unlimited-budget run row for row (input order included) and DuckDB's."""
+
+from __future__ import annotations
+
+import decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from flowsql.errors import ResourceExhausted
+from flowsql.planner import types as T
+from flowsql.planner.expressions import Frame, FrameBound, Literal, SortKey, WindowCall
+from flowsql.planner.physical import WindowExec
+from flowsql.planner.schema import Field
+from flowsql.runtime.spill import partition_spill
+from tests.harness.operators import assert_rows, duck, leaf
+from tests.runtime.spill.spill_driver import drive_spilling
+
+
+def _data(rows: int = 60_000, groups: int = 400) -> pa.Table:
+    rng = np.random.default_rng(17)
+    return pa.table({
+        "p": pa.array([f"group-{g}" for g in rng.integers(0, groups, rows)],
+                      mask=rng.random(rows) < 0.002),
+        "q": pa.array(rng.integers(0, 3, rows), pa.int64()),
+        "o": pa.array(rng.integers(0, 100, rows), pa.int64(), mask=rng.random(rows) < 0.05),
+        # exact sums: a float running sum's rounding depends on the rows summed before
+        "v": pa.array([decimal.Decimal(int(c)).scaleb(-2)
+                       for c in rng.integers(-10**5, 10**5, rows)], pa.decimal128(12, 2)),
+        "id": pa.array(np.arange(rows), pa.int64()),
+    })
+
+
+# (name, args, SQL, type, partition columns, frame)
+CALLS = [
+    ("row_number", [], "row_number()", T.INT64, ["p"], None),
+    ("rank", [], "rank()", T.INT64, ["p"], None),
+    ("lag", ["v"], "lag(v)", pa.decimal128(12, 2), ["p"], None),
+    ("sum", ["v"], "sum(v)", pa.decimal128(38, 2), ["p"],
+     Frame("rows", FrameBound("unbounded_preceding"), FrameBound("current_row"))),
+    ("count_star", [], "count(*)", T.INT64, ["p", "q"],
+     Frame("range", FrameBound("unbounded_preceding"), FrameBound("current_row"))),
+]
+
+
+def _window(table: pa.Table, calls: list[tuple]) -> tuple[WindowExec, list[pa.RecordBatch]]:
+    node, _ = leaf(table)
+    refs = {f.name: f.ref() for f in node.fields}
+    order = (SortKey(refs["o"], True, False), SortKey(refs["id"]))
+    built = tuple(WindowCall(name, tuple(refs[a] for a in args), tuple(refs[p] for p in parts),
+                             order, frame, dtype)
+                  for name, args, _, dtype, parts, frame in calls)
+    fields = tuple(Field.fresh(f"w{i}", c.dtype) for i, c in enumerate(built))
+    return WindowExec(node, built, fields, 1.0), table.to_batches(2048)
+
+
+def _duck(table: pa.Table, calls: list[tuple]) -> pa.Table:
+    selects = []
+    for _, _, sql, _, parts, frame in calls:
+        text = {None: "", "rows": " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+                "range": " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"}[
+                    frame.mode if frame else None]
+        selects.append(f"{sql} OVER (PARTITION BY {', '.join(parts)} "
+                       f"ORDER BY o ASC NULLS LAST, id{text})")
+    return duck(f"SELECT *, {', '.join(selects)} FROM t", t=table)
+
+
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_spilled_windows_equal_the_in_memory_result(budget: str, rows: int,
+                                                    tmp_path: Path) -> None:
+    table = _data(rows)
+    node, batches = _window(table, CALLS)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
+    if budget == "1mb":
+        assert_rows(spilled, _duck(table, CALLS))
+
+
+def test_a_partition_larger_than_the_budget_splits_again(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # few, large groups: the first split leaves partitions over the budget
+    levels: list[int] = []
+    split = partition_spill._split
+
+    def counted(*args: Any) -> Any:
+        levels.append(args[-1])
+        return split(*args)
+
+    monkeypatch.setattr(partition_spill, "_split", counted)
+    table = _data(rows=40_000, groups=60)
+    calls = CALLS[:2]
+    node, batches = _window(table, calls)
+    spilled, _ = drive_spilling(node, batches, budget="128kb", tmp=tmp_path)
+    assert levels and set(levels) == {1}
+    assert_rows(spilled, _duck(table, calls))
+
+
+def test_one_key_over_the_budget_names_the_key(tmp_path: Path) -> None:
+    table = _data(rows=30_000, groups=1).set_column(0, "p", pa.array(["only"] * 30_000))
+    node, batches = _window(table, CALLS[:1])
+    with pytest.raises(ResourceExhausted, match="'only'.*execution.memory-budget"):
+        drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
+
+
+def test_window_without_partition_keys_fails_clearly(tmp_path: Path) -> None:
+    table = _data(rows=20_000)
+    node, batches = _window(table, [("row_number", [], "row_number()", T.INT64, [], None)])
+    with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
+        drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
+
+
+def test_literal_key_is_no_help_but_harmless(tmp_path: Path) -> None:
+    table = _data(rows=5_000)
+    node, _ = leaf(table)
+    refs = {f.name: f.ref() for f in node.fields}
+    call = WindowCall("row_number", (), (refs["p"], Literal(1, T.INT64)),
+                      (SortKey(refs["id"]),), None, T.INT64)
+    window = WindowExec(node, (call,), (Field.fresh("w0", T.INT64),), 1.0)
+    spilled, _ = drive_spilling(window, table.to_batches(1000), budget="64kb", tmp=tmp_path)
+    expected = duck("SELECT *, row_number() OVER (PARTITION BY p ORDER BY id) FROM t", t=table)
+    assert_rows(spilled, expected)
