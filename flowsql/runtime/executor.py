@@ -30,6 +30,7 @@ from flowsql.runtime.operators.shared_subplan import SharedSubplans
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
 from flowsql.runtime.result_table import result_table
+from flowsql.runtime.spill.memory_shares import memory_consumers
 from flowsql.runtime.spill.spill_space import SpillSpace, parse_tmp_dirs
 
 _T = TypeVar("_T")
@@ -55,7 +56,9 @@ def _job(settings: dict[str, str], plan: PhysicalPlan | None = None) -> _Job:
     share no subplans) there are no shared subplans."""
     values = SettingValues(settings)
     values.integer("execution.batch-size")  # checked once here, read by every operator
-    job = _Job(dict(settings), MemoryBudget(values.memory_size("execution.memory-budget")),
+    budget = MemoryBudget(values.memory_size("execution.memory-budget"),
+                          1 if plan is None else memory_consumers(plan))
+    job = _Job(dict(settings), budget,
                SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs"))))
     if plan is not None:
         job.shared = SharedSubplans(plan, lambda node: _run(node, job))

@@ -38,12 +38,23 @@ if TYPE_CHECKING:
 
 
 class MemoryBudget:
-    """Bytes held by blocking operators of one job, against a limit (None: unlimited)."""
+    """Bytes held by blocking operators of one job, against a limit (None: unlimited).
 
-    def __init__(self, limit_bytes: int | None) -> None:
+    ``consumers`` is how many operators of the job may hold memory at once; a spilling
+    operator keeps within :attr:`share`, so one that holds its data first never leaves the
+    others nothing (see :mod:`flowsql.runtime.spill.memory_shares`).
+    """
+
+    def __init__(self, limit_bytes: int | None, consumers: int = 1) -> None:
         self.limit = limit_bytes
+        self.consumers = max(1, consumers)
         self.used = 0
         self.peak = 0
+
+    @property
+    def share(self) -> int | None:
+        """What one spilling operator may hold (None: unlimited)."""
+        return None if self.limit is None else self.limit // self.consumers
 
     def reserve(self, nbytes: int, who: str) -> None:
         self.used += nbytes

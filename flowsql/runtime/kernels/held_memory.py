@@ -18,9 +18,15 @@ class HeldMemory:
         self._held += nbytes
         self._context.memory.reserve(nbytes, self._context.name)
 
-    def try_hold(self, nbytes: int) -> bool:
-        """Hold ``nbytes`` if the budget has room; False (nothing held) if not, which is
-        a spilling operator's cue to spill."""
+    def try_hold(self, nbytes: int, beyond_share: bool = False) -> bool:
+        """Hold ``nbytes`` if this operator's share of the budget and the budget itself
+        have room; False (nothing held) if not, which is a spilling operator's cue to
+        spill. ``beyond_share`` asks only the budget itself: the last resort of an
+        operator whose data cannot be split any further (one key, one group), for the
+        short while it works on that piece."""
+        share = self._context.memory.share
+        if not beyond_share and share is not None and self._held + nbytes > share:
+            return False
         if self._context.memory.try_reserve(nbytes):
             self._held += nbytes
             return True

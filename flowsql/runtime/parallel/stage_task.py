@@ -46,6 +46,7 @@ from flowsql.runtime.parallel.partitioner import Partitioner
 from flowsql.runtime.parallel.plan_codec import loads
 from flowsql.runtime.pull_loop import pull
 from flowsql.runtime.registry import create_operator, describe
+from flowsql.runtime.spill.memory_shares import memory_consumers
 from flowsql.runtime.spill.spill_space import SpillSpace, parse_tmp_dirs
 
 _T = TypeVar("_T")
@@ -62,7 +63,8 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
     spill = SpillSpace(parse_tmp_dirs(settings.get("io.tmp.dirs")), tag=f"task{context.subtask}")
     try:
         budget = SettingValues(settings).memory_size("execution.memory-budget")
-        pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget), spill)
+        pipeline = _Pipeline(context, settings, parallelism, MemoryBudget(budget, memory_consumers(plan, stop_at_exchanges=True)),
+                             spill)
         pipeline.shared = SharedSubplans(plan, pipeline.run)
         if config.get("profile"):
             pipeline.profile = Profile()

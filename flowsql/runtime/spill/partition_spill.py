@@ -89,6 +89,16 @@ def partition_groups(context: OperatorContext, sides: Sequence[Sequence[SpillRun
                 memory.release_all()
                 continue
             split = _split(context, runs, keys_of, label, level + 1)
+            if split is None:  # one key: held beyond this operator's share, if there is room
+                if not memory.try_hold(nbytes, beyond_share=True):
+                    message = _one_key_message(context, runs, keys_of)
+                    _delete(runs)
+                    raise ResourceExhausted(message)
+                tables = [None if run is None else run.read_table() for run in runs]
+                _delete(runs)
+                yield tables
+                memory.release_all()
+                continue
             _delete(runs)
             yield from partition_groups(context, split, keys_of, label, level + 1)
     finally:
@@ -98,12 +108,13 @@ def partition_groups(context: OperatorContext, sides: Sequence[Sequence[SpillRun
 
 
 def _split(context: OperatorContext, runs: Sequence[SpillRun | None],
-           keys_of: Sequence[KeysOf], label: str, level: int) -> list[list[SpillRun | None]]:
-    """Every side's run re-partitioned with the salt of ``level``; ResourceExhausted when
-    that cannot make the partition smaller."""
+           keys_of: Sequence[KeysOf], label: str, level: int
+           ) -> list[list[SpillRun | None]] | None:
+    """Every side's run re-partitioned with the salt of ``level``; None when that cannot
+    make the partition smaller (one key, or the deepest level reached)."""
     rows = sum(run.rows for run in runs if run is not None)
     if level > MAX_LEVEL:
-        raise ResourceExhausted(_one_key_message(context, runs, keys_of))
+        return None
     split: list[list[SpillRun | None]] = []
     for run, keys in zip(runs, keys_of):
         if run is None:
@@ -117,7 +128,7 @@ def _split(context: OperatorContext, runs: Sequence[SpillRun | None],
     if largest == rows:  # one key (or keys no hash tells apart): splitting cannot help
         for side in split:
             _delete(side)
-        raise ResourceExhausted(_one_key_message(context, runs, keys_of))
+        return None
     return split
 
 

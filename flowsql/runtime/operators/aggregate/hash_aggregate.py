@@ -367,6 +367,10 @@ class HashAggregateOperator(Operator):
         if not self._memory.try_hold(run.nbytes):
             yield from self._split(run, level)
             return
+        yield from self._held_partition_output(run)
+
+    def _held_partition_output(self, run: SpillRun) -> Iterator[pa.RecordBatch]:
+        """The groups of a spilled partition whose bytes are held."""
         table = run.read_table()
         run.delete()
         if self._mergeable:
@@ -383,6 +387,9 @@ class HashAggregateOperator(Operator):
         """A partition too large to hold, partitioned again one level deeper."""
         group = single_group(run, self._group_keys)
         if group is not None or level + 1 > MAX_LEVEL:
+            if self._memory.try_hold(run.nbytes, beyond_share=True):
+                yield from self._held_partition_output(run)
+                return
             run.delete()
             names = [f.name for f in self.node.group_fields]
             what = ("the group (" + ", ".join(f"{n} = {v!r}" for n, v in

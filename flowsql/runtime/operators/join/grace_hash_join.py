@@ -225,6 +225,11 @@ class GraceHashJoin:
             assert build is not None
             yield from self._split(build, probe, level)
             return
+        yield from self._join_held(build, probe, need)
+
+    def _join_held(self, build: SpillRun | None, probe: SpillRun | None,
+                   need: int) -> Iterator[pa.Table]:
+        """Join a pair whose build side's ``need`` bytes are held (released at the end)."""
         try:
             joined = self._in_memory(build)
             if probe is not None:
@@ -262,6 +267,10 @@ class GraceHashJoin:
         """Partition a pair whose build side does not fit again, one level deeper."""
         key = self._single_key(build)
         if key is not None or level + 1 >= MAX_LEVEL:
+            need = build.nbytes + INDEX_BYTES_PER_ROW * build.rows
+            if self._memory.try_hold(need, beyond_share=True):
+                yield from self._join_held(build, probe, need)
+                return
             self._skewed(build, key)
         sub_builds = self._partitions(0, level + 1)
         for batch in build.read():
