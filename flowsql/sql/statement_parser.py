@@ -615,9 +615,20 @@ def _check_rowtime(watermark: WatermarkSpec, types: dict[str, pa.DataType],
                             f"a TIMESTAMP, not {dtype}", table, text)
 
 
+@dataclass(frozen=True)
+class StatementSetStatement(Statement):
+    """``EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END`` or ``BEGIN STATEMENT
+    SET; INSERT ...; END`` (Flink SQL): the INSERTs run as one job."""
+
+    inserts: tuple[InsertStatement, ...] = ()
+
+
 def parse_statements(text: str) -> list[Statement]:
-    """Every statement of a ``;``-separated script."""
-    return [parse_statement(text, s, e, toks) for s, e, toks in split_statements(text)]
+    """Every statement of a ``;``-separated script; the statements of a statement set
+    (from its BEGIN to its END) make one :class:`StatementSetStatement`."""
+    from flowsql.sql.statement_set import group_statement_sets
+
+    return group_statement_sets(text, split_statements(text), parse_statement)
 
 
 def parse_one(text: str) -> Statement:

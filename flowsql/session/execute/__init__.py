@@ -32,6 +32,7 @@ from flowsql.session.execute.insert import execute_insert
 from flowsql.session.execute.jobs import execute_show_jobs, execute_stop_job
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
+from flowsql.session.execute.statement_set import execute_statement_set
 from flowsql.sql.function_statements import (
     CreateFunctionStatement,
     DropFunctionStatement,
@@ -50,6 +51,7 @@ from flowsql.sql.statement_parser import (
     ShowJobsStatement,
     ShowTablesStatement,
     Statement,
+    StatementSetStatement,
     StopJobStatement,
 )
 
@@ -73,6 +75,7 @@ def execute_statement(session: Session, statement: Statement, text: str) -> Resu
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     QueryStatement: execute_query,
     InsertStatement: execute_insert,
+    StatementSetStatement: execute_statement_set,
     ExplainStatement: execute_explain,
     CreateTableStatement: execute_create_table,
     CreateViewStatement: execute_create_view,
