@@ -27,6 +27,7 @@ from flowsql.render import (
     render_table,
     row_count_footer,
 )
+from flowsql.shell.open_statement_set import inside_statement_set
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ class Interpreter:
     def ready(self, text: str) -> bool:
         """Should Enter submit ``text``? Yes for a meta-command, for blank input (to get a
         fresh prompt) and for a complete statement; otherwise Enter continues the input."""
-        return is_blank(text) or self.is_meta_command(text) or statement_complete(text)
+        return is_blank(text) or self.is_meta_command(text) or (
+            statement_complete(text) and not inside_statement_set(text))
 
     def handle(self, text: str) -> bool:
         """Run ``text`` (statements or one meta-command); False means the user asked to quit."""
