@@ -267,6 +267,8 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         return _stop_job(text, start, end, tokens)
     if head == "ANALYZE":
         return _analyze(text, start, end, tokens)
+    if head in ("DESCRIBE", "DESC") and words[1:2] == ["JOB"] and len(tokens) > 2:
+        return _describe_job(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
         rest, extended = tokens[1:], False
         # Spark's DESCRIBE [TABLE] EXTENDED t; a lone word is the table's name
@@ -319,6 +321,22 @@ def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         raise SqlSyntaxError("SHOW JOBS takes no arguments",
                              *text_position(text, rest[1].start), text)
     return None
+
+
+@dataclass(frozen=True)
+class DescribeJobStatement(Statement):
+    """``DESCRIBE JOB '<id>'`` (Flink SQL): one job's SHOW JOBS row and its operators."""
+
+    job_id: str = ""
+
+
+def _describe_job(text: str, start: int, end: int, tokens: list[Token]
+                  ) -> DescribeJobStatement:
+    job = tokens[2]
+    if job.token_type != TokenType.STRING or len(tokens) > 3:
+        raise SqlSyntaxError("expected DESCRIBE JOB '<id>'", job.line,
+                             job.col - len(job.text) + 1, text)
+    return DescribeJobStatement(text, start, end, job_id=job.text)
 
 
 _STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"

@@ -22,6 +22,7 @@ from flowsql.session.execute.ddl import (
     execute_drop,
 )
 from flowsql.session.execute.describe import execute_describe, execute_show_tables
+from flowsql.session.execute.describe_job import execute_describe_job
 from flowsql.session.execute.explain import execute_explain
 from flowsql.session.execute.functions import (
     execute_create_function,
@@ -42,6 +43,7 @@ from flowsql.sql.statement_parser import (
     AnalyzeStatement,
     CreateTableStatement,
     CreateViewStatement,
+    DescribeJobStatement,
     DescribeStatement,
     DropStatement,
     ExplainStatement,
@@ -76,6 +78,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     QueryStatement: execute_query,
     InsertStatement: execute_insert,
     StatementSetStatement: execute_statement_set,
+    DescribeJobStatement: execute_describe_job,
     ExplainStatement: execute_explain,
     CreateTableStatement: execute_create_table,
     CreateViewStatement: execute_create_view,
