@@ -2,8 +2,10 @@
 
 This file owns only terminal concerns: the prompt and continuation prompt, multi-line
 editing (Enter submits when :meth:`Interpreter.ready` says so, otherwise starts a new line),
-the history file, and what Ctrl-C / Ctrl-D mean. Ctrl-C while typing discards the input;
-Ctrl-C while a statement runs cancels it; Ctrl-D on an empty line quits.
+the history file, and what Ctrl-C / Ctrl-D mean. Ctrl-C while typing discards the input (and
+never touches background jobs); Ctrl-C while a statement runs cancels it; Ctrl-D on an empty
+line quits, asking first when jobs are running. Output of background jobs is written above
+the prompt (prompt-toolkit's ``patch_stdout``), leaving the line being typed intact.
 
 The history file is ``~/.flowsql_history``; the environment variable ``FLOWSQL_HISTORY``
 names another file, and setting it to the empty string keeps history in memory only.
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING, TextIO
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.patch_stdout import patch_stdout
 
 import flowsql
 from flowsql.shell.interpreter import Interpreter
+from flowsql.shell.jobs import confirm_quit
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
@@ -86,15 +90,20 @@ def run_repl(session: Session, *, input: Input | None = None, output: Output | N
         PROMPT, multiline=True, prompt_continuation=_continuation, history=_history(),
         key_bindings=_key_bindings(interpreter), input=input, output=output)
     interpreter.write(f"flowsql {flowsql.__version__}: type \\? for help, \\q to quit\n")
-    while True:
-        try:
-            text = prompt.prompt()
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            return 0
-        try:
-            if not interpreter.handle(text):
-                return 0
-        except KeyboardInterrupt:
-            interpreter.report_error("Cancelled.")
+    # what background jobs print (print sinks) goes above the prompt, not into the input
+    with patch_stdout(raw=True):
+        while True:
+            try:
+                text = prompt.prompt()
+            except KeyboardInterrupt:
+                continue  # discards the input; background jobs keep running
+            except EOFError:
+                if confirm_quit(session, input=input, output=output):
+                    return 0
+                continue
+            try:
+                if not interpreter.handle(text) and confirm_quit(session, input=input,
+                                                                 output=output):
+                    return 0
+            except KeyboardInterrupt:
+                interpreter.report_error("Cancelled.")
