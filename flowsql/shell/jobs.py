@@ -24,8 +24,9 @@ def running_jobs(session: Session) -> list[Job]:
 
 def quit_question(jobs: list[Job]) -> str:
     ids = ", ".join(str(job.id) for job in jobs)
-    noun = "job is" if len(jobs) == 1 else "jobs are"
-    return f"{len(jobs)} {noun} running ({ids}); quitting cancels them. Quit? [y/N] "
+    if len(jobs) == 1:
+        return f"Job {ids} is running; quitting cancels it. Quit? [y/N] "
+    return f"{len(jobs)} jobs are running ({ids}); quitting cancels them. Quit? [y/N] "
 
 
 def confirm_quit(session: Session, *, input: Input | None = None,
