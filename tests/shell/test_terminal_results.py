@@ -52,7 +52,7 @@ def test_table_view_updates_in_place_and_q_leaves_it(terminal: Terminal) -> None
             "the view with all three keys, updated since the last look"))
         assert status is not None
         seen.append((body, status[1]))
-    counts = []
+    counts, orders = [], []
     for body, _ in seen:
         # the same place on the screen: header, rule, then one row per key, then blank
         assert re.fullmatch(r"k \| +n", body[0]), body[0]
@@ -61,7 +61,9 @@ def test_table_view_updates_in_place_and_q_leaves_it(terminal: Terminal) -> None
         assert sorted(int(k) for k, _ in rows) == [1, 2, 3]
         assert all(line == "" for line in body[5:])
         counts.append(sum(int(n) for _, n in rows))
-    assert counts[1] > counts[0], "the counts grew in place"
+        orders.append([k for k, _ in rows])
+    assert counts[1] > counts[0], "the counts grew"
+    assert orders[1] == orders[0], "each key kept its line"
     terminal.key("q")
     history = terminal.wait_for("3 rows, ")
     summary = history.split("GROUP BY k;\n")[-1].split("\n")[0]
