@@ -65,7 +65,7 @@ def test_table_view_updates_in_place_and_q_leaves_it(terminal: Terminal) -> None
     assert counts[1] > counts[0], "the counts grew"
     assert orders[1] == orders[0], "each key kept its line"
     terminal.key("q")
-    history = terminal.wait_for("3 rows, ")
+    history = terminal.wait_for("changes; query cancelled)")
     summary = history.split("GROUP BY k;\n")[-1].split("\n")[0]
     assert re.fullmatch(r"\(3 rows, \d+ changes; query cancelled\)", summary), summary
     terminal.wait_until(lambda s: s.endswith("query cancelled)\nflowsql>"),

@@ -18,7 +18,8 @@ def test_spark_start_shows_progress_and_keeps_its_log_out(tmp_path: Path) -> Non
         terminal.type("SELECT 1 AS x;\n")
         terminal.wait_until(lambda s: "Starting Spark... " in s or "Spark started in" in s,
                             "the progress line")
-        history = terminal.wait_for("1 row in")
+        history = terminal.wait_until(lambda s: "1 row in" in s and s.endswith("\nflowsql>"),
+                                      "the result and the next prompt", terminal.history)
         ran = history.split("flowsql> SELECT 1 AS x;\n")[1]
         assert re.fullmatch(
             rf"Spark started in \d+\.\d s \(log: {re.escape(str(log))}\)\n"
