@@ -11,6 +11,7 @@ Ctrl-C leaves the view and cancels the query (Flink's table mode does the same).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ class _Query:
         self.result = result
         self.error: FlowSQLError | None = None
         self.done = threading.Event()
+        self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._main, name="flowsql-table-view",
                                         daemon=True)
         self._thread.start()
@@ -65,6 +67,8 @@ class _Query:
     def _main(self) -> None:
         try:
             for batch in self.changelog:
+                if self.stopping.is_set():
+                    break
                 self.result.apply(batch)
         except FlowSQLError as error:
             self.error = error
@@ -83,10 +87,15 @@ class _Query:
         return metrics[0].get("watermark") if metrics else None
 
     def cancel(self) -> None:
-        run = getattr(self.changelog, "run", None)
-        if run is not None:
-            run.cancel()
-        self._thread.join(30)
+        """Cancel the run and wait for the thread (the run may only be starting: it is
+        looked for again until the thread ends)."""
+        self.stopping.set()
+        deadline = time.monotonic() + 30
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            run = getattr(self.changelog, "run", None)
+            if run is not None:
+                run.cancel()
+            self._thread.join(0.1)
 
 
 def run_table_view(changelog: Any, schema: pa.Schema, *, refresh_s: float = 0.5,
