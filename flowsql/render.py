@@ -29,13 +29,13 @@ Format-specific choices:
 from __future__ import annotations
 
 import json
-from typing import Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["MAX_CELL_WIDTH", "RenderableResult", "render_csv", "render_json", "render_result",
-           "render_table", "row_count_footer"]
+__all__ = ["MAX_CELL_WIDTH", "RenderableResult", "render_change_rows", "render_csv",
+           "render_json", "render_result", "render_table", "row_count_footer"]
 
 MAX_CELL_WIDTH = 40
 ELLIPSIS = "…"
@@ -128,6 +128,23 @@ def render_changelog(table: pa.Table | pa.RecordBatch, header: bool) -> str:
         rows = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, " | ")
         lines.extend(rows.to_pylist())
     return "\n".join(lines)
+
+
+def render_change_rows(table: pa.Table | pa.RecordBatch) -> str:
+    """Changelog rows (first column ``op``) one per line in the shape Flink prints a row:
+    the kind, then the values in brackets, e.g. ``+U[apple, 3]``."""
+    if not table.num_rows:
+        return ""
+    ops = table.column(0)
+    texts = [_display_escape(_plain_text(c)).fill_null(NULL_TEXT) for c in table.columns[1:]]
+    if not texts:
+        body: Any = pa.array([""] * table.num_rows, pa.string())
+    elif len(texts) == 1:
+        body = texts[0]
+    else:
+        body = pc.binary_join_element_wise(*texts, ", ")
+    rows = pc.binary_join_element_wise(ops, "[", body, "]", "")
+    return "\n".join(rows.to_pylist())
 
 
 def render_json(table: pa.Table) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import physical as P
+from flowsql.planner import physical_statement_set as M
 from flowsql.planner import physical_streaming as S
 from flowsql.runtime.connectors.implementations import scan_operator
 from flowsql.runtime.operator import Operator
@@ -83,6 +84,8 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
                                    "WindowedAggregateOperator"),
     S.OverAggregateExec: _lazy(f"{_OPS}.over.over_aggregate", "OverAggregateOperator"),
     S.SinkExec: _lazy(f"{_OPS}.sink.connector_sink", "SinkOperator"),
+    M.SharedScanExec: _lazy(f"{_OPS}.source.shared_scan", "SharedScanOperator"),
+    M.StatementSetExec: _lazy(f"{_OPS}.source.shared_scan", "StatementSetOperator"),
 }
 
 # What distinguishes one node of a type from another in an error message.
@@ -101,6 +104,7 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
     S.WindowJoinExec: lambda n: f"{n.kind} window join",  # type: ignore[attr-defined]
     S.SinkExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
+    M.SharedScanExec: lambda n: f"table {n.group.scan.table.name}",  # type: ignore[attr-defined]
 }
 
 

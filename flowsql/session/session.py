@@ -7,12 +7,15 @@ statement (``session.execute``) and returns a :class:`~flowsql.session.result.Re
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowsql.planner.catalog import Catalog
 from flowsql.planner.config.settings import default_settings, validate_setting
 from flowsql.planner.udf import UserFunction
 from flowsql.session.result import Result
+
+if TYPE_CHECKING:
+    from flowsql.session.execute.statement_set import StatementSet
 
 #: the settings a new session lists (``SET;``), with their declared defaults; every other
 #: declared setting reads as its default until it is set
@@ -65,6 +68,13 @@ class Session:
         from flowsql.session.execute.functions import register_function
 
         return register_function(self, fn, name, replace=replace, **hints)
+
+    def statement_set(self) -> StatementSet:
+        """A statement set (Flink's): ``add_insert_sql(...)`` INSERT INTO statements, then
+        ``execute()`` runs them as one job that reads each table they share once."""
+        from flowsql.session.execute.statement_set import StatementSet
+
+        return StatementSet(self)
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""

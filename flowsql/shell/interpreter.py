@@ -22,12 +22,16 @@ import pyarrow as pa
 
 from flowsql.errors import FlowSQLError
 from flowsql.render import (
+    render_change_rows,
     render_changelog,
     render_result,
     render_table,
     row_count_footer,
 )
 from flowsql.shell.help import HELP_TEXT, is_help_request
+from flowsql.shell.open_statement_set import inside_statement_set
+from flowsql.shell.pager import needs_paging
+from flowsql.shell.result_views import result_mode
 from flowsql.shell.statement_buffer import is_blank, statement_complete
 
 if TYPE_CHECKING:
@@ -61,7 +65,8 @@ class Interpreter:
     def ready(self, text: str) -> bool:
         """Should Enter submit ``text``? Yes for a meta-command, for blank input (to get a
         fresh prompt) and for a complete statement; otherwise Enter continues the input."""
-        return is_blank(text) or self.is_meta_command(text) or statement_complete(text)
+        return is_blank(text) or self.is_meta_command(text) or (
+            statement_complete(text) and not inside_statement_set(text))
 
     def handle(self, text: str) -> bool:
         """Run ``text`` (statements or one meta-command); False means the user asked to quit."""
@@ -91,15 +96,25 @@ class Interpreter:
             if result.table is None and result.changelog is not None:
                 self._stream_changes(result)
                 continue
-            self.write(self._report(result, time.perf_counter() - started))
+            self._show(self._report(result, time.perf_counter() - started))
 
     def _stream_changes(self, result: Result) -> None:
-        """A streaming query: its changes as they happen, until it ends or Ctrl-C."""
+        """A streaming query: its changes as they happen, until it ends or Ctrl-C; in the
+        ``table`` result mode, the full-screen view of its current result."""
+        mode = result_mode(dict(self.session.settings))
+        if mode == "table":
+            if self.interactive():
+                self._table_view(result)
+                return
+            self.write("(the table result mode needs a terminal: showing the changes)")
         changes = result.stream()
         first, count = True, 0
         try:
             for batch in changes:
-                text = render_changelog(pa.Table.from_batches([batch]), header=first)
+                if mode == "changelog":
+                    text = render_change_rows(batch)
+                else:
+                    text = render_changelog(pa.Table.from_batches([batch]), header=first)
                 first, count = False, count + batch.num_rows
                 if text:
                     self.write(text)
@@ -110,6 +125,32 @@ class Interpreter:
         finally:
             changes.close()  # type: ignore[attr-defined]
         self.write(f"({count} changes)")
+
+    def _table_view(self, result: Result) -> None:
+        from flowsql.shell.table_view import run_table_view
+
+        outcome = run_table_view(result.changelog, result.changelog.schema)
+        if outcome.error is not None:
+            self.report_error(f"Error: {outcome.error}")
+        self.write(outcome.summary())
+
+    def interactive(self) -> bool:
+        """Whether results go to a terminal (then long ones are paged, and the table
+        result mode can open its view)."""
+        out = self._out or sys.stdout
+        return bool(getattr(out, "isatty", lambda: False)())
+
+    def _show(self, text: str) -> None:
+        """Write a result; one longer than the terminal goes through the pager first, and
+        then only its last line (the row count) stays on the screen."""
+        if self.interactive() and needs_paging(text.rstrip("\n")):
+            from flowsql.shell.pager import page
+
+            body = text.rstrip("\n")
+            page(body)
+            self.write(body.rsplit("\n", 1)[-1] + "\n")
+            return
+        self.write(text)
 
     def _report(self, result: Result, seconds: float) -> str:
         if result.kind == "explain" or result.table is None:

@@ -3,8 +3,10 @@
 This file owns only terminal concerns: the prompt and continuation prompt, multi-line
 editing (Enter submits when :meth:`Interpreter.ready` says so, otherwise starts a new line),
 the history file, and what Ctrl-C / Ctrl-D mean. Tab completion (``completion``) and
-syntax and bracket highlighting (``highlighting``) are plugged in here. Ctrl-C while typing discards the input;
-Ctrl-C while a statement runs cancels it; Ctrl-D on an empty line quits.
+syntax and bracket highlighting (``highlighting``) are plugged in here. Ctrl-C while typing discards the input (and
+never touches background jobs); Ctrl-C while a statement runs cancels it; Ctrl-D on an empty
+line quits, asking first when jobs are running. Output of background jobs is written above
+the prompt (prompt-toolkit's ``patch_stdout``), leaving the line being typed intact.
 
 The history file is ``~/.flowsql_history``; the environment variable ``FLOWSQL_HISTORY``
 names another file, and setting it to the empty string keeps history in memory only.
@@ -19,11 +21,13 @@ from typing import TYPE_CHECKING, TextIO
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.patch_stdout import patch_stdout
 
 import flowsql
 from flowsql.shell.completion import SqlCompleter
 from flowsql.shell.highlighting import input_processors, sql_lexer, style
 from flowsql.shell.interpreter import Interpreter
+from flowsql.shell.jobs import confirm_quit
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
@@ -91,15 +95,20 @@ def run_repl(session: Session, *, input: Input | None = None, output: Output | N
         completer=SqlCompleter(session), complete_while_typing=False, lexer=sql_lexer(),
         input_processors=input_processors(), style=style())
     interpreter.write(f"flowsql {flowsql.__version__}: type \\? for help, \\q to quit\n")
-    while True:
-        try:
-            text = prompt.prompt()
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            return 0
-        try:
-            if not interpreter.handle(text):
-                return 0
-        except KeyboardInterrupt:
-            interpreter.report_error("Cancelled.")
+    # what background jobs print (print sinks) goes above the prompt, not into the input
+    with patch_stdout(raw=True):
+        while True:
+            try:
+                text = prompt.prompt()
+            except KeyboardInterrupt:
+                continue  # discards the input; background jobs keep running
+            except EOFError:
+                if confirm_quit(session, input=input, output=output):
+                    return 0
+                continue
+            try:
+                if not interpreter.handle(text) and confirm_quit(session, input=input,
+                                                                 output=output):
+                    return 0
+            except KeyboardInterrupt:
+                interpreter.report_error("Cancelled.")

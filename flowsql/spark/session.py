@@ -12,6 +12,7 @@ PySpark fail with a long, confusing launcher error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 from flowsql.errors import ExecutionError
 from flowsql.planner.config.settings import setting
 from flowsql.spark.errors import first_line
+from flowsql.spark.start_output import quiet_start
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,7 +76,10 @@ def get_spark(settings: Mapping[str, str] | None = None) -> SparkSession:
     for key, value in sorted(config.items()):
         builder = builder.config(key, value)
     try:
-        with warnings.catch_warnings():
+        # the JVM's start-up notices and logs go to the Spark log, never into a result
+        starting = quiet_start() if SparkContext._active_spark_context is None \
+            else contextlib.nullcontext()  # noqa: SLF001
+        with starting, warnings.catch_warnings():
             # pandas/pyarrow version notices and "existing session" notices are not errors.
             warnings.simplefilter("ignore")
             spark = builder.getOrCreate()

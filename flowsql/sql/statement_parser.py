@@ -276,6 +276,8 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         return _stop_job(text, start, end, tokens)
     if head == "ANALYZE":
         return _analyze(text, start, end, tokens)
+    if head in ("DESCRIBE", "DESC") and words[1:2] == ["JOB"] and len(tokens) > 2:
+        return _describe_job(text, start, end, tokens)
     if head in ("DESCRIBE", "DESC"):
         rest, extended = tokens[1:], False
         # Spark's DESCRIBE [TABLE] EXTENDED t; a lone word is the table's name
@@ -328,6 +330,22 @@ def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
         raise SqlSyntaxError("SHOW JOBS takes no arguments",
                              *text_position(text, rest[1].start), text)
     return None
+
+
+@dataclass(frozen=True)
+class DescribeJobStatement(Statement):
+    """``DESCRIBE JOB '<id>'`` (Flink SQL): one job's SHOW JOBS row and its operators."""
+
+    job_id: str = ""
+
+
+def _describe_job(text: str, start: int, end: int, tokens: list[Token]
+                  ) -> DescribeJobStatement:
+    job = tokens[2]
+    if job.token_type != TokenType.STRING or len(tokens) > 3:
+        raise SqlSyntaxError("expected DESCRIBE JOB '<id>'", job.line,
+                             job.col - len(job.text) + 1, text)
+    return DescribeJobStatement(text, start, end, job_id=job.text)
 
 
 _STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"
@@ -624,9 +642,20 @@ def _check_rowtime(watermark: WatermarkSpec, types: dict[str, pa.DataType],
                             f"a TIMESTAMP, not {dtype}", table, text)
 
 
+@dataclass(frozen=True)
+class StatementSetStatement(Statement):
+    """``EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END`` or ``BEGIN STATEMENT
+    SET; INSERT ...; END`` (Flink SQL): the INSERTs run as one job."""
+
+    inserts: tuple[InsertStatement, ...] = ()
+
+
 def parse_statements(text: str) -> list[Statement]:
-    """Every statement of a ``;``-separated script."""
-    return [parse_statement(text, s, e, toks) for s, e, toks in split_statements(text)]
+    """Every statement of a ``;``-separated script; the statements of a statement set
+    (from its BEGIN to its END) make one :class:`StatementSetStatement`."""
+    from flowsql.sql.statement_set import group_statement_sets
+
+    return group_statement_sets(text, split_statements(text), parse_statement)
 
 
 def parse_one(text: str) -> Statement:

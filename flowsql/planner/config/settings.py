@@ -47,6 +47,12 @@ SETTINGS: tuple[Option, ...] = (
     Option("execution.runtime-mode", STRING, "batch",
            "Whether queries run as bounded batch jobs or as streams producing a changelog.",
            allowed=("batch", "streaming")),
+    Option("sql-client.execution.result-mode", STRING, "tableau",
+           "How the interactive shell shows a streaming query's result: 'tableau' prints "
+           "rows and changes as they come, 'changelog' prints every change with its kind "
+           "(+I, -U, +U, -D), 'table' opens a full-screen view of the current result "
+           "updating in place (q or Ctrl-C leaves it and cancels the query).",
+           aliases=("execution.result-mode",), allowed=("tableau", "changelog", "table")),
     Option("execution.memory-budget", MEMORY_BUDGET, "25%",
            "Memory the blocking operators of one task (sorts, hash-join builds, aggregates, "
            "window partitions, set operations) hold together before they spill to "

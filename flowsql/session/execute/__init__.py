@@ -22,6 +22,7 @@ from flowsql.session.execute.ddl import (
     execute_drop,
 )
 from flowsql.session.execute.describe import execute_describe, execute_show_tables
+from flowsql.session.execute.describe_job import execute_describe_job
 from flowsql.session.execute.explain import execute_explain
 from flowsql.session.execute.functions import (
     execute_create_function,
@@ -32,6 +33,7 @@ from flowsql.session.execute.insert import execute_insert
 from flowsql.session.execute.jobs import execute_show_jobs, execute_stop_job
 from flowsql.session.execute.query import execute_query
 from flowsql.session.execute.set import execute_set
+from flowsql.session.execute.statement_set import execute_statement_set
 from flowsql.sql.function_statements import (
     CreateFunctionStatement,
     DropFunctionStatement,
@@ -41,6 +43,7 @@ from flowsql.sql.statement_parser import (
     AnalyzeStatement,
     CreateTableStatement,
     CreateViewStatement,
+    DescribeJobStatement,
     DescribeStatement,
     DropStatement,
     ExplainStatement,
@@ -50,6 +53,7 @@ from flowsql.sql.statement_parser import (
     ShowJobsStatement,
     ShowTablesStatement,
     Statement,
+    StatementSetStatement,
     StopJobStatement,
 )
 
@@ -73,6 +77,8 @@ def execute_statement(session: Session, statement: Statement, text: str) -> Resu
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     QueryStatement: execute_query,
     InsertStatement: execute_insert,
+    StatementSetStatement: execute_statement_set,
+    DescribeJobStatement: execute_describe_job,
     ExplainStatement: execute_explain,
     CreateTableStatement: execute_create_table,
     CreateViewStatement: execute_create_view,
