@@ -57,6 +57,7 @@ from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_as
 from flowsql.sql.bind_table_function import bind_table_function, table_function_call
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
+from flowsql.sql.group_windows import rewrite_group_window
 from flowsql.sql.grouping_sets import (
     Alternative,
     GroupingCall,
@@ -146,7 +147,7 @@ class QueryBinder:
     # -- SELECT --------------------------------------------------------------------------
     def _bind_select(self, select: exp.Select, outer: Scope | None,
                      ctes: dict[str, CteDef]) -> LogicalPlan:
-        select = expand_named_windows(select, self.error)
+        select = rewrite_group_window(expand_named_windows(select, self.error), self.error)
         scope = Scope(parent=outer, ctes=ctes)
         plan = self._bind_input(select, scope)
 

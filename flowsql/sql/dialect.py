@@ -13,7 +13,10 @@ properties; this dialect is the single place where flowsql-specific syntax is ad
   :class:`MetadataColumnConstraint`;
 * the window table functions ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with Flink's
   argument forms ``TABLE t [PARTITION BY k, ...]`` and ``DESCRIPTOR(col)``, parsed to
-  :class:`WindowTVF` (the generic function-argument grammar reads neither).
+  :class:`WindowTVF` (the generic function-argument grammar reads neither); without
+  ``TABLE`` as first argument, ``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` /
+  ``SESSION(ts, gap)`` are Flink's group windows of GROUP BY, kept as plain calls
+  (``flowsql.sql.group_windows`` rewrites them to the table functions).
 """
 
 from __future__ import annotations
@@ -56,10 +59,12 @@ def _parse_metadata(self: Any) -> MetadataColumnConstraint:
     return self.expression(MetadataColumnConstraint(this=key, virtual=bool(virtual)))
 
 
-def _parse_window_tvf(self: Any, kind: str) -> WindowTVF:
-    """Called after ``KIND(`` has been consumed; the caller matches the ``)``."""
+def _parse_window_tvf(self: Any, kind: str) -> WindowTVF | exp.Anonymous:
+    """Called after ``KIND(`` has been consumed; the caller matches the ``)``. Without
+    ``TABLE`` first, the call is a group window (``GROUP BY k, TUMBLE(ts, size)``): a
+    plain call whose arguments the binder checks."""
     if not self._match(TokenType.TABLE):
-        self.raise_error(f"{kind} expects TABLE <name> as its first argument")
+        return exp.Anonymous(this=kind, expressions=self._parse_csv(self._parse_disjunction))
     table = self._parse_table_parts()
     partition_by = None
     if self._match(TokenType.PARTITION_BY):
