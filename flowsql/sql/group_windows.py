@@ -110,7 +110,7 @@ def rewrite_group_window(select: exp.Select, error: Error) -> exp.Select:
     rewritten = select.copy()
     new_item = exp.Table(this=exp.Anonymous(this="TABLE", expressions=[tvf]),
                          alias=exp.TableAlias(this=exp.to_identifier(qualifier)))
-    new_from = rewritten.args.get("from_") or rewritten.args.get("from")
+    new_from = rewritten.args.get("from_") or rewritten.args["from"]
     new_from.set("this", new_item)
     new_group = rewritten.args["group"]
     new_keys: list[exp.Expression] = []
@@ -154,7 +154,7 @@ def _window_column(name: str, qualifier: str, at: exp.Expression) -> exp.Column:
     return column
 
 
-def _check_arguments(window: exp.Anonymous, kind: str, error: Error) -> None:
+def _check_arguments(window: exp.Expression, kind: str, error: Error) -> None:
     intervals = GROUP_WINDOWS[kind]
     args = window.expressions
     if len(args) != 1 + len(intervals):
@@ -165,7 +165,7 @@ def _check_arguments(window: exp.Anonymous, kind: str, error: Error) -> None:
                     _anchor(args[0]))
 
 
-def _check_auxiliary(call: exp.Anonymous, window: exp.Anonymous, kind: str,
+def _check_auxiliary(call: exp.Expression, window: exp.Expression, kind: str,
                      error: Error) -> None:
     own_kind, _ = _auxiliary(call)  # type: ignore[misc]
     expected = f"{kind}({', '.join(_text(a) for a in window.expressions)})"
@@ -226,6 +226,11 @@ def _walk(node: exp.Expression) -> Iterator[exp.Expression]:
 
 
 def _anchor(node: exp.Expression) -> exp.Expression:
-    """Where to point an error about a call: its first identifier carries a position (the
-    call node itself records none)."""
-    return next(node.find_all(exp.Identifier), node) if not node.meta.get("line") else node
+    """Where to point an error about a call: positions are recorded on identifiers (the
+    call node itself has none), so its first argument that holds one stands in for it."""
+    if node.meta.get("line"):
+        return node
+    for argument in node.expressions if isinstance(node, exp.Anonymous) else []:
+        if next(argument.find_all(exp.Identifier), None) is not None:
+            return argument
+    return next(node.find_all(exp.Identifier), node)
