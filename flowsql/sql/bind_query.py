@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
@@ -54,6 +53,7 @@ from flowsql.planner.logical import (
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
+from flowsql.sql.bind_special_functions import PROCTIME_TYPE
 from flowsql.sql.bind_table_function import bind_table_function, table_function_call
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
@@ -735,8 +735,6 @@ class QueryBinder:
 
 
 # -- tables and their computed columns ---------------------------------------------------
-#: the type of ``PROCTIME()``: Flink's TIMESTAMP_LTZ(3)
-PROCTIME_TYPE = pa.timestamp("ms", tz="UTC")
 
 
 def bind_table(entry: TableEntry, alias: str | None = None,
