@@ -32,6 +32,7 @@ from sqlglot.tokens import Tokenizer as BaseTokenizer
 from sqlglot.tokens import TokenType
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+_GROUP_WINDOWS = ("TUMBLE", "HOP", "SESSION")
 
 
 class WindowTVF(exp.Expression):
@@ -64,7 +65,15 @@ def _parse_window_tvf(self: Any, kind: str) -> WindowTVF | exp.Anonymous:
     ``TABLE`` first, the call is a group window (``GROUP BY k, TUMBLE(ts, size)``): a
     plain call whose arguments the binder checks."""
     if not self._match(TokenType.TABLE):
-        return exp.Anonymous(this=kind, expressions=self._parse_csv(self._parse_disjunction))
+        first = self._curr
+        arguments = self._parse_csv(self._parse_disjunction)
+        # a DESCRIPTOR (or CUMULATE, which has no group window) says a table function
+        # was meant, and its TABLE keyword is missing
+        if kind not in _GROUP_WINDOWS or any(
+                isinstance(a, exp.Anonymous) and a.name.upper() == "DESCRIPTOR"
+                for a in arguments):
+            self.raise_error(f"{kind} expects TABLE <name> as its first argument", first)
+        return exp.Anonymous(this=kind, expressions=arguments)
     table = self._parse_table_parts()
     partition_by = None
     if self._match(TokenType.PARTITION_BY):
