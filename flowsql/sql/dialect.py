@@ -66,14 +66,14 @@ def _parse_window_tvf(self: Any, kind: str) -> WindowTVF | exp.Anonymous:
     plain call whose arguments the binder checks."""
     if not self._match(TokenType.TABLE):
         first = self._curr
-        arguments = self._parse_csv(self._parse_disjunction)
+        call_arguments = self._parse_csv(self._parse_disjunction)
         # a DESCRIPTOR (or CUMULATE, which has no group window) says a table function
         # was meant, and its TABLE keyword is missing
         if kind not in _GROUP_WINDOWS or any(
                 isinstance(a, exp.Anonymous) and a.name.upper() == "DESCRIPTOR"
-                for a in arguments):
+                for a in call_arguments):
             self.raise_error(f"{kind} expects TABLE <name> as its first argument", first)
-        return exp.Anonymous(this=kind, expressions=arguments)
+        return exp.Anonymous(this=kind, expressions=call_arguments)
     table = self._parse_table_parts()
     partition_by = None
     if self._match(TokenType.PARTITION_BY):
