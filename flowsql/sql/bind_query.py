@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
@@ -54,9 +53,16 @@ from flowsql.planner.logical import (
 from flowsql.planner.nesting import deep_nesting, too_deep_message
 from flowsql.planner.schema import Field
 from flowsql.sql.bind_expressions import ExpressionBinder, contains_aggregate_ast, sort_key
+from flowsql.sql.bind_special_functions import PROCTIME_TYPE
 from flowsql.sql.bind_table_function import bind_table_function, table_function_call
+from flowsql.sql.bind_temporal_join import (
+    check_lookup_join,
+    system_time_of,
+    without_system_time,
+)
 from flowsql.sql.bind_window_tvf import bind_window_tvf, window_tvf_call
 from flowsql.sql.dialect import DIALECT
+from flowsql.sql.group_windows import rewrite_group_window
 from flowsql.sql.grouping_sets import (
     Alternative,
     GroupingCall,
@@ -146,7 +152,7 @@ class QueryBinder:
     # -- SELECT --------------------------------------------------------------------------
     def _bind_select(self, select: exp.Select, outer: Scope | None,
                      ctes: dict[str, CteDef]) -> LogicalPlan:
-        select = expand_named_windows(select, self.error)
+        select = rewrite_group_window(expand_named_windows(select, self.error), self.error)
         scope = Scope(parent=outer, ctes=ctes)
         plan = self._bind_input(select, scope)
 
@@ -524,12 +530,19 @@ class QueryBinder:
             plan, rel = self._bind_table_function(join.this, call, left, join, scope)
             scope.relations.append(rel)
             return plan
-        right, rels = self._bind_table_expr(join.this, scope)
+        version = system_time_of(join.this)
+        right_node = without_system_time(join.this) if version is not None else join.this
+        right, rels = self._bind_table_expr(right_node, scope)
         side = (join.args.get("side") or "").lower()
         kind = (join.args.get("kind") or "").lower()
         on = join.args.get("on")
         using = join.args.get("using")
         left_rels = list(scope.relations)
+        if version is not None:
+            as_of = version.args["expression"]
+            check_lookup_join(version, self.exprs.bind(as_of, Scope(
+                parent=scope.parent, ctes=scope.ctes, relations=left_rels)), left, right,
+                side or "inner", self.error)
         scope.relations.extend(rels)
         if kind in ("semi", "anti"):
             raise self.error(f"{kind.upper()} JOIN is not supported; use EXISTS", join)
@@ -563,6 +576,9 @@ class QueryBinder:
         alias_node = node.args.get("alias")
         alias = alias_node.name if alias_node is not None and alias_node.name else None
         column_aliases = [c.name for c in alias_node.columns] if alias_node is not None else []
+        if system_time_of(node) is not None:
+            raise self.error("FOR SYSTEM_TIME AS OF belongs to the right side of a JOIN "
+                             "(a lookup join)", node)
         tvf = window_tvf_call(node) if isinstance(node, exp.Table) else None
         call = table_function_call(node)
         if call is not None:
@@ -734,8 +750,6 @@ class QueryBinder:
 
 
 # -- tables and their computed columns ---------------------------------------------------
-#: the type of ``PROCTIME()``: Flink's TIMESTAMP_LTZ(3)
-PROCTIME_TYPE = pa.timestamp("ms", tz="UTC")
 
 
 def bind_table(entry: TableEntry, alias: str | None = None,

@@ -3,8 +3,8 @@
 ``FLOOR(x TO unit)`` / ``CEIL(x TO unit)``, ``TRIM(... 'chars' FROM x)``, ``LOG``,
 ``LOCATE`` / ``POSITION`` with a start, the regular-expression functions, ``OVERLAY``,
 ``SHA2``, ``TYPEOF``, ``TRY_CAST``, the EXTRACT shortcuts (``YEAR(x)``, ``DAYOFWEEK(x)``,
-...), the constants ``PI()`` / ``E()`` and the clock readings ``CURRENT_TIMESTAMP``,
-``LOCALTIMESTAMP``, ``NOW()`` and ``CURRENT_DATE``.
+...), the constants ``PI()`` / ``E()``, the clock readings ``CURRENT_TIMESTAMP``,
+``LOCALTIMESTAMP``, ``NOW()`` and ``CURRENT_DATE``, and ``PROCTIME()``.
 
 Each binder maps the sqlglot node to ordinary planner calls, so the optimizer and both
 engines see canonical names only. ``SPECIAL`` maps a function key (lower case, no
@@ -210,7 +210,22 @@ def _current_date(binder: ExpressionBinder, node: exp.Expression, scope: Scope) 
     return Literal(binder.query_start().astimezone(tzinfo_of(binder.time_zone)).date(), T.DATE)
 
 
+#: the type of ``PROCTIME()``: Flink's TIMESTAMP_LTZ(3)
+PROCTIME_TYPE = pa.timestamp("ms", tz="UTC")
+
+
+def _proctime(binder: ExpressionBinder, node: exp.Expression, scope: Scope) -> Expr:
+    """The wall clock when a batch is evaluated (not the query's start, unlike NOW()). As a
+    whole select item (``SELECT *, PROCTIME() AS pt FROM t``) it is a processing-time
+    attribute for the windows, OVER aggregates and joins above it, as the computed column
+    ``pt AS PROCTIME()`` is."""
+    if node.expressions:
+        raise binder.error("PROCTIME() takes no arguments", node)
+    return Call("proctime", (), PROCTIME_TYPE)
+
+
 SPECIAL: dict[str, SpecialBinder] = {
+    "proctime": _proctime,
     "pi": _constant(math.pi), "e": _constant(math.e),
     "currenttimestamp": _now(local=False), "now": _now(local=False),
     "localtimestamp": _now(local=True), "currentdate": _current_date,

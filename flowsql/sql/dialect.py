@@ -13,7 +13,10 @@ properties; this dialect is the single place where flowsql-specific syntax is ad
   :class:`MetadataColumnConstraint`;
 * the window table functions ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with Flink's
   argument forms ``TABLE t [PARTITION BY k, ...]`` and ``DESCRIPTOR(col)``, parsed to
-  :class:`WindowTVF` (the generic function-argument grammar reads neither).
+  :class:`WindowTVF` (the generic function-argument grammar reads neither); without
+  ``TABLE`` as first argument, ``TUMBLE(ts, size)`` / ``HOP(ts, slide, size)`` /
+  ``SESSION(ts, gap)`` are Flink's group windows of GROUP BY, kept as plain calls
+  (``flowsql.sql.group_windows`` rewrites them to the table functions).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from sqlglot.tokens import Tokenizer as BaseTokenizer
 from sqlglot.tokens import TokenType
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+_GROUP_WINDOWS = ("TUMBLE", "HOP", "SESSION")
 
 
 class WindowTVF(exp.Expression):
@@ -56,10 +60,20 @@ def _parse_metadata(self: Any) -> MetadataColumnConstraint:
     return self.expression(MetadataColumnConstraint(this=key, virtual=bool(virtual)))
 
 
-def _parse_window_tvf(self: Any, kind: str) -> WindowTVF:
-    """Called after ``KIND(`` has been consumed; the caller matches the ``)``."""
+def _parse_window_tvf(self: Any, kind: str) -> WindowTVF | exp.Anonymous:
+    """Called after ``KIND(`` has been consumed; the caller matches the ``)``. Without
+    ``TABLE`` first, the call is a group window (``GROUP BY k, TUMBLE(ts, size)``): a
+    plain call whose arguments the binder checks."""
     if not self._match(TokenType.TABLE):
-        self.raise_error(f"{kind} expects TABLE <name> as its first argument")
+        first = self._curr
+        call_arguments = self._parse_csv(self._parse_disjunction)
+        # a DESCRIPTOR (or CUMULATE, which has no group window) says a table function
+        # was meant, and its TABLE keyword is missing
+        if kind not in _GROUP_WINDOWS or any(
+                isinstance(a, exp.Anonymous) and a.name.upper() == "DESCRIPTOR"
+                for a in call_arguments):
+            self.raise_error(f"{kind} expects TABLE <name> as its first argument", first)
+        return exp.Anonymous(this=kind, expressions=call_arguments)
     table = self._parse_table_parts()
     partition_by = None
     if self._match(TokenType.PARTITION_BY):
