@@ -29,10 +29,11 @@ _STATEMENTS: tuple[tuple[str, str], ...] = (
     ("DROP TABLE | VIEW | FUNCTION name;", "remove it from the session"),
     ("SHOW TABLES; SHOW FUNCTIONS;", "list tables, functions"),
     ("DESCRIBE name;", "a table's or view's columns"),
-    ("EXPLAIN [VERBOSE | ANALYZE] SELECT ...;", "the plan (ANALYZE runs it)"),
+    ("EXPLAIN [VERBOSE|ANALYZE|MEMO] SELECT ...;", "the plan (ANALYZE runs it)"),
     ("ANALYZE TABLE t COMPUTE STATISTICS;", "statistics for the optimizer"),
     ("SET; SET 'key' = 'value'; RESET 'key';", "list, change, reset settings"),
-    ("SHOW JOBS;", "the session's jobs"),
+    ("EXECUTE STATEMENT SET BEGIN ...; END;", "several INSERTs as one job"),
+    ("SHOW JOBS; DESCRIBE JOB '<id>';", "the session's jobs, one job"),
     ("STOP JOB '<id>' [WITH SAVEPOINT] [WITH DRAIN];", "stop a job"),
 )
 
@@ -45,6 +46,8 @@ def _table(rows: tuple[tuple[str, str], ...]) -> str:
 HELP_TEXT = f"""\
 Type SQL statements ended by ';' (Enter before the ';' continues the statement).
 A streaming query prints its changes until Ctrl-C; INSERT INTO runs as a job.
+SET 'sql-client.execution.result-mode' = 'table' | 'changelog' | 'tableau'
+chooses how a streaming query's changes are shown.
 Tab completes keywords, functions, tables, columns, settings and table options.
 Statements:
 {_table(_STATEMENTS)}
