@@ -118,7 +118,7 @@ def test_option_keys_follow_the_connector_and_format_of_that_with(session: Sessi
         "sink.rolling-policy.file-size", "format.ignore-parse-errors"]
     assert texts(session, ddl + "'connector' = '") == [
         "filesystem'", "datagen'", "print'", "blackhole'", "kafka'", "upsert-kafka'",
-        "socket'"]
+        "socket'", "nexmark'"]
     assert texts(session, ddl + "'connector' = 'filesystem', 'format' = '") == [
         "parquet'", "csv'", "json'"]
     kafka = ddl + "'connector' = 'kafka', 'value.format' = 'csv', 'value.csv.f"

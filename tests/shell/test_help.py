@@ -23,11 +23,11 @@ def test_every_spelling_is_ready_on_enter_and_prints_the_help(text: str) -> None
 
 def test_help_lists_statements_and_commands() -> None:
     lines = HELP_TEXT.splitlines()
-    assert lines[3] == "Statements:"
-    statements = lines[4:lines.index("Commands:")]
+    assert lines[5] == "Statements:"
+    statements = lines[6:lines.index("Commands:")]
     assert [line.split()[0] for line in statements] == [
         "SELECT", "INSERT", "CREATE", "CREATE", "CREATE", "DROP", "SHOW", "DESCRIBE",
-        "EXPLAIN", "ANALYZE", "SET;", "SHOW", "STOP"]
+        "EXPLAIN", "ANALYZE", "SET;", "EXECUTE", "SHOW", "STOP"]
     commands = lines[lines.index("Commands:") + 1:-1]
     assert [line.split()[0] for line in commands] == ["\\?", "\\q", "\\d", "\\d"]
 

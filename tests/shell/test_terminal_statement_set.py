@@ -59,6 +59,7 @@ def test_statement_set_writes_two_sinks_from_one_read(terminal: Terminal,
         "SharedScanExec (table src): 0 in, 6 out",
     ]
     terminal.type("SET 'execution.runtime-mode' = 'batch';\n")
+    terminal.wait_for("execution.runtime-mode = batch")  # answered before the next input
     for table, rows in (("big", ["4 | 40", "5 | 50", "6 | 60"]),
                         ("evens", ["2 | 20", "4 | 40", "6 | 60"])):
         terminal.type(f"SELECT id, v FROM {table} ORDER BY id;\n")

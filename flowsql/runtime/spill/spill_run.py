@@ -31,17 +31,16 @@ class SpillRun:
     _deleted: bool = field(default=False, repr=False)
 
     def read(self) -> Iterator[pa.RecordBatch]:
-        """The batches, streamed from the file (one batch in memory at a time)."""
-        with pa.memory_map(self.path, "r") as source:
-            reader = ipc.open_stream(source)
-            yield from reader
+        """The batches, streamed from the file (one batch in memory at a time). Plain
+        reads, not a memory map: mapped pages stay resident after use and would count
+        in the process's memory beyond what the operators account."""
+        with pa.OSFile(self.path, "rb") as source:
+            yield from ipc.open_stream(source)
 
     def read_table(self) -> pa.Table:
         """The whole run as one table (the caller has accounted ``nbytes``)."""
-        with pa.memory_map(self.path, "r") as source:
-            table = ipc.open_stream(source).read_all()
-        # copy out of the mapping, so the file can be deleted while the table lives
-        return table.combine_chunks() if table.num_rows else table
+        with pa.OSFile(self.path, "rb") as source:
+            return ipc.open_stream(source).read_all()
 
     def delete(self) -> None:
         """Remove the file (idempotent); the space's cleanup removes it otherwise."""
