@@ -102,3 +102,53 @@ def test_user_aggregates_spill_like_an_unlimited_budget(tiny: flowsql.Session,
     spilled = tiny.sql(sql).to_arrow()
     assert not compare_tables(spilled, unlimited, ordered=False)
     assert _files(tmp_path) == []
+
+
+DISTINCT_KINDS = ["count(DISTINCT l_partkey)", "sum(DISTINCT l_partkey)",
+                  "sum(DISTINCT l_extendedprice)", "avg(DISTINCT l_quantity)",
+                  "avg(DISTINCT l_extendedprice)", "var_samp(DISTINCT l_discount)",
+                  "var_pop(DISTINCT l_extendedprice)", "stddev_samp(DISTINCT l_tax)",
+                  "stddev_pop(DISTINCT l_quantity)", "min(DISTINCT l_shipmode)",
+                  "max(DISTINCT l_partkey)",
+                  "count(DISTINCT l_suppkey) FILTER (WHERE l_returnflag = 'R')"]
+VARIANCE_FAMILY = ("var_samp(l_extendedprice) AS vs, var_pop(l_discount) AS vp, "
+                   "stddev_samp(l_quantity) AS ss, stddev_pop(l_tax) AS sp")
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+@pytest.mark.parametrize("kind", DISTINCT_KINDS)
+def test_each_distinct_aggregate_spills_without_keys(tiny: flowsql.Session, duckdb_tpch,
+                                                     kind: str, budget: str,
+                                                     tmp_path: Path) -> None:
+    """A global DISTINCT aggregate is one group larger than the budget: it is computed
+    over its spilled rows, partitioned by the argument's values."""
+    _check(tiny, duckdb_tpch, f"SELECT {kind} AS x, count(*) AS n FROM lineitem", budget,
+           tmp_path)
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+@pytest.mark.parametrize("grouping", [
+    "", "GROUP BY l_returnflag", "GROUP BY ROLLUP (l_returnflag, l_linestatus)",
+    "GROUP BY CUBE (l_returnflag, l_shipmode)",
+    "GROUP BY GROUPING SETS ((), (l_linestatus), (l_shipmode, l_returnflag))"],
+    ids=["global", "keys", "rollup", "cube", "grouping-sets"])
+def test_distinct_aggregates_of_large_groups_spill(tiny: flowsql.Session, duckdb_tpch,
+                                                   grouping: str, budget: str,
+                                                   tmp_path: Path) -> None:
+    """Every DISTINCT kind at once (each split by its own argument), the variance family and
+    mergeable aggregates, over groups (the grand total among them) larger than the
+    budget."""
+    keys = [c for c in ("l_returnflag", "l_linestatus", "l_shipmode") if c in grouping]
+    aggs = ", ".join(f"{kind} AS d{i}" for i, kind in enumerate(DISTINCT_KINDS))
+    sql = (f"SELECT {''.join(k + ', ' for k in keys)}{aggs}, {VARIANCE_FAMILY}, "
+           f"sum(l_quantity) AS q, avg(l_discount) AS a, count(*) AS n, "
+           f"max(l_comment) AS c FROM lineitem {grouping}")
+    _check(tiny, duckdb_tpch, sql, budget, tmp_path)
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+def test_variance_family_spills(tiny: flowsql.Session, duckdb_tpch, budget: str,
+                                tmp_path: Path) -> None:
+    _check(tiny, duckdb_tpch, f"SELECT l_suppkey, {VARIANCE_FAMILY} FROM lineitem "
+           "GROUP BY l_suppkey", budget, tmp_path)
+    _check(tiny, duckdb_tpch, f"SELECT {VARIANCE_FAMILY} FROM lineitem", budget, tmp_path)
