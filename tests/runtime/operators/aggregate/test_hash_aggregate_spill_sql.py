@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 import flowsql
+from flowsql.errors import ResourceExhausted
 from flowsql.tpch.queries import load_query
 from flowsql.tpch.verify import compare_tables
 from tests.conftest import TPCH_TABLES, create_table_sql
@@ -152,3 +153,14 @@ def test_variance_family_spills(tiny: flowsql.Session, duckdb_tpch, budget: str,
     _check(tiny, duckdb_tpch, f"SELECT l_suppkey, {VARIANCE_FAMILY} FROM lineitem "
            "GROUP BY l_suppkey", budget, tmp_path)
     _check(tiny, duckdb_tpch, f"SELECT {VARIANCE_FAMILY} FROM lineitem", budget, tmp_path)
+
+
+def test_one_group_of_a_user_aggregate_without_merge_too_large_fails_naming_it(
+        tiny: flowsql.Session, tmp_path: Path) -> None:
+    """A user aggregate without ``merge`` needs all of its group's rows at once."""
+    tiny.sql("CREATE FUNCTION joined AS 'tests.udfs.aggregates.joined'")
+    tiny.sql("SET 'execution.memory-budget' = '64kb'")
+    with pytest.raises(ResourceExhausted, match=r"the group \(\).*execution.memory-budget"):
+        tiny.sql("SELECT joined(l_comment) AS c, count(DISTINCT l_partkey) AS p "
+                 "FROM lineitem").to_arrow()
+    assert _files(tmp_path) == []
