@@ -165,11 +165,17 @@ def _chan(partials: pa.Table, index: int, rows: pa.Array, groups: np.ndarray,
     m2 = pc.fill_null(partials.column(f"m{index}").take(rows), 0.0).to_numpy()
     totals = np.bincount(groups, weights=n, minlength=count)
     some = totals > 0
-    group_means = np.bincount(groups, weights=n * mean, minlength=count) / np.where(
+    # means are taken relative to one piece's mean of the group, so values far from zero
+    # keep their digits (a sum of n * mean would lose them)
+    reference = np.zeros(count)
+    valued = n > 0
+    reference[groups[valued]] = mean[valued]
+    shifted = mean - reference[groups]
+    offsets = np.bincount(groups, weights=n * shifted, minlength=count) / np.where(
         some, totals, 1.0)
-    deviation = mean - group_means[groups]
+    deviation = shifted - offsets[groups]
     group_m2 = np.bincount(groups, weights=m2 + n * deviation * deviation, minlength=count)
-    return (pa.array(totals.astype(np.int64)), pa.array(group_means, mask=~some),
+    return (pa.array(totals.astype(np.int64)), pa.array(reference + offsets, mask=~some),
             pa.array(group_m2))
 
 
