@@ -6,15 +6,15 @@ keys (the grand total ``()`` of ROLLUP / CUBE, a global aggregate, one hot key).
 spilled group is still computable aggregate by aggregate while its run is read batch by
 batch:
 
-* mergeable aggregates (``partial_aggregates``) -- partials per batch, merged;
-* the variance family -- per batch the count, mean and sum of squared deviations (M2),
-  combined with Chan et al.'s parallel formula (equal to the held result within float
-  rounding);
+* mergeable aggregates (``partial_aggregates``, the variance family among them) --
+  partials per batch, merged;
 * DISTINCT count / sum / avg / variance -- the argument alone is partitioned by a hash of
   its value (each batch deduplicated first), so equal values meet in one partition and
   the partitions' distinct values are disjoint: each partition's distinct values give a
-  partial (their count, their sum, their count-mean-M2), and the partials add up. A value
-  partition still too large is partitioned again one level deeper.
+  partial (their count, their sum, their count, mean and M2 combined by Chan et al.'s
+  parallel formula), and the partials add up. A value partition still too large is
+  partitioned again one level deeper. Several DISTINCT aggregates are each partitioned by
+  their own argument.
 
 User-defined aggregates without ``merge`` need all their rows at once: :func:`computable`
 says no and the operator fails naming the group.
@@ -42,9 +42,7 @@ from flowsql.runtime.operators.aggregate.spilled_groups import (
 )
 from flowsql.runtime.spill import SpillRun
 
-#: variance aggregates: (degrees of freedom subtracted, square root taken)
-VARIANCE = {"var_pop": (0, False), "var_samp": (1, False),
-            "stddev_pop": (0, True), "stddev_samp": (1, True)}
+VARIANCE = partials.VARIANCE
 _DISTINCT_BY_VALUE = {"count", "sum", "avg", *VARIANCE}
 #: bytes of a value partition re-partitioned at a time
 _SPLIT_BYTES = 64 << 20
@@ -55,7 +53,7 @@ _CONSTANT = "k"
 def computable(aggs: Sequence[AggCall]) -> bool:
     """Can every aggregate of ``aggs`` be computed streaming over one group's rows?"""
     return all(agg.function is None
-               and (partials.mergeable([agg]) or agg.name in VARIANCE
+               and (partials.mergeable([agg])
                     or (agg.distinct and agg.name in _DISTINCT_BY_VALUE))
                for agg in aggs)
 
@@ -107,13 +105,7 @@ def aggregate(context: OperatorContext, memory: HeldMemory, run: SpillRun,
     for i, agg in enumerate(aggs):
         if columns[i] is not None:
             continue
-        if agg.distinct:
-            columns[i] = _distinct(context, memory, run, f"a{i}", agg)
-        else:
-            moments = _Moments()
-            for batch in run.read():
-                moments.add(_Moments.of(batch.column(f"a{i}")))
-            columns[i] = pa.array([moments.value(agg.name)], pa.float64())
+        columns[i] = _distinct(context, memory, run, f"a{i}", agg)
     return [c for c in columns if c is not None]
 
 
