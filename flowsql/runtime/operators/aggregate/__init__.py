@@ -3,8 +3,11 @@ aggregate with its kernels.
 
 * ``hash_aggregate`` -- Acero group-bys over the (bounded) input, chunk by chunk to
   partial aggregates when every aggregate merges, spilling beyond the memory budget;
-* ``partial_aggregates`` -- partial aggregates of a chunk, their merge, their final values;
+* ``partial_aggregates`` -- partial aggregates of a chunk, their merge, their final values
+  (the variance family as count, mean and M2);
 * ``spilled_groups`` -- spill runs partitioned by a hash of the group keys;
+* ``large_group`` -- one spilled group too large to hold, aggregated streaming over its rows
+  (DISTINCT aggregates partitioned by their argument's values);
 * ``sort_aggregate`` -- input sorted on the groups: the complete groups of each batch are
   aggregated by the hash aggregate's machinery, one group stays open;
 * ``changelog_group_aggregate`` -- updating output per batch over an insert-only or

@@ -19,8 +19,10 @@ the partials -- or, for aggregates that cannot be merged, the held argument colu
 written to spill runs partitioned by a hash of the group keys (``spilled_groups``). At the
 end of the input every partition is aggregated on its own (a partition too large to hold
 is partitioned again, one level deeper); one group too large to hold fails with
-ResourceExhausted naming it. A global aggregate (no group keys) with aggregates that cannot
-be merged cannot be partitioned and fails the same way when its input exceeds the budget.
+ResourceExhausted naming it -- unless its aggregates can be computed streaming over its
+rows (``large_group``: mergeable ones, the variance family, DISTINCT count / sum / avg /
+variance), as for the grand total of ROLLUP / CUBE and a global aggregate (which groups by
+a constant key when it spills).
 
 DISTINCT: count uses Acero's count_distinct; min, max, bool_and, bool_or and any_value
 ignore duplicates anyway; sum, avg and the variance family collect each group's distinct
@@ -58,6 +60,7 @@ from flowsql.runtime.kernels.batches import (
 from flowsql.runtime.kernels.grouping import groupable
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
+from flowsql.runtime.operators.aggregate import large_group
 from flowsql.runtime.operators.aggregate import partial_aggregates as partials
 from flowsql.runtime.operators.aggregate.spilled_groups import (
     MAX_LEVEL,
@@ -195,8 +198,6 @@ class HashAggregateOperator(Operator):
         reached; group the pending rows to partials once they make a chunk."""
         nbytes = batch_nbytes(part)
         if not self._memory.try_hold(nbytes):
-            if not self.node.group_exprs and not self._mergeable:
-                self._memory.hold(nbytes)  # nothing to partition by: fails, naming us
             self._make_room()
             if not self._memory.try_hold(nbytes):
                 self._spill(self._held_form(pa.Table.from_batches([part])))
@@ -221,7 +222,7 @@ class HashAggregateOperator(Operator):
         """Reduced input as it is held and spilled: partials when every aggregate
         merges, else the reduced columns themselves."""
         if not self._mergeable:
-            return table
+            return self._keyed(table)
         return partials.partial(self._keyed(table), self._group_keys, self.node.aggs)
 
     def _partial_of_pending(self) -> pa.Table:
@@ -268,7 +269,7 @@ class HashAggregateOperator(Operator):
             if merged is not None:
                 self._spill(merged)
         elif self._parts:
-            self._spill(pa.Table.from_batches(self._parts))
+            self._spill(self._keyed(pa.Table.from_batches(self._parts)))
         self._parts, self._partials, self._pending_rows = [], [], 0
         self._memory.release_all()
 
@@ -390,6 +391,10 @@ class HashAggregateOperator(Operator):
             if self._memory.try_hold(run.nbytes, beyond_share=True):
                 yield from self._held_partition_output(run)
                 return
+            if group is not None and not self._mergeable and large_group.computable(
+                    self.node.aggs):
+                yield from self._large_group_output(run)
+                return
             run.delete()
             names = [f.name for f in self.node.group_fields]
             what = ("the group (" + ", ".join(f"{n} = {v!r}" for n, v in
@@ -411,6 +416,18 @@ class HashAggregateOperator(Operator):
             yield from self._partitions_output(deeper.finish(), deeper)
         finally:
             deeper.delete()
+
+    def _large_group_output(self, run: SpillRun) -> Iterator[pa.RecordBatch]:
+        """The one group of ``run``, too large to hold, aggregated streaming."""
+        try:
+            values = large_group.aggregate(self.context, self._memory, run, self.node.aggs)
+            first = next(b for b in run.read() if b.num_rows)
+            columns = [first.column(k).slice(0, 1) for k in self._group_keys
+                       if k != _CONSTANT_KEY]
+        finally:
+            run.delete()
+        table = positional([*columns, *values], 1)
+        yield from table_to_batches(table, self.node.schema, batch_size(self.context.settings))
 
     def _aggregate(self, table: pa.Table, keys: list[str], use_threads: bool = True
                    ) -> pa.Table:

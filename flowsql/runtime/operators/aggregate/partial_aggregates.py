@@ -7,15 +7,18 @@ operator need not hold its input: it reduces each chunk of input to one row per 
 merged partials into the aggregates' values at the end. The pieces are:
 
 * :func:`partial` -- a table of keys ``g<i>`` and arguments ``a<i>`` grouped to partials:
-  keys, then per aggregate ``p<i>`` (its partial value) and for AVG also ``n<i>`` (the
-  count of values);
+  keys, then per aggregate ``p<i>`` (its partial value, for the variance family the mean)
+  and for AVG and the variance family also ``n<i>`` (the count of values), for the
+  variance family also ``m<i>`` (M2);
 * :func:`merge` -- partials grouped by their keys once more (sums of sums and of counts, min
   of mins, ...), the same columns;
 * :func:`final` -- merged partials to the aggregates' values (AVG = sum / count; COUNT of a
   group without values is 0).
 
-The variance family, the other DISTINCT aggregates and user-defined aggregates cannot be
-merged this way (:func:`mergeable` says so); the operator then holds their argument
+The variance family merges too: its partials are per group the count, mean and M2 (sum of
+squared deviations from the mean), combined by Chan et al.'s parallel formula, so its values
+equal a one-pass variance within float rounding. The other DISTINCT aggregates and
+user-defined aggregates without ``merge`` cannot be merged this way (:func:`mergeable` says so); the operator then holds their argument
 columns and aggregates them at once.
 """
 
@@ -40,6 +43,11 @@ _PARTIAL = {"sum": ("sum", "sum"), "count": ("count", "sum"), "count_star": ("co
             "min": ("min", "min"), "max": ("max", "max"), "any_value": ("min", "min"),
             "bool_and": ("all", "all"), "bool_or": ("any", "any")}
 _NOT_FOR_DISTINCT = {"sum", "count"}
+#: the variance family: (degrees of freedom subtracted, square root taken)
+VARIANCE = {"var_pop": (0, False), "var_samp": (1, False),
+            "stddev_pop": (0, True), "stddev_samp": (1, True)}
+_POPULATION = pc.VarianceOptions(ddof=0)
+_ROW = "__row"
 #: integers of at most this magnitude are exact doubles
 _EXACT_DOUBLE = 2 ** 53
 
@@ -49,7 +57,7 @@ def mergeable(aggs: Sequence[AggCall]) -> bool:
     for agg in aggs:
         if agg.function is not None:
             return False
-        if agg.name == "avg":
+        if agg.name == "avg" or agg.name in VARIANCE:
             if agg.distinct:
                 return False
         elif agg.name not in _PARTIAL or (agg.distinct and agg.name in _NOT_FOR_DISTINCT):
@@ -72,11 +80,27 @@ def partial(table: pa.Table, keys: list[str], aggs: Sequence[AggCall],
             specs += [(f"a{i}", "sum", _SKIP_NULLS), (f"a{i}", "count", _VALID)]
             names += [f"a{i}_sum", f"a{i}_count"]
             continue
+        if agg.name in VARIANCE:
+            column = table.column(f"a{i}")
+            if column.type != pa.float64():
+                table = table.set_column(table.schema.get_field_index(f"a{i}"), f"a{i}",
+                                         column.cast(pa.float64()))
+            specs += [(f"a{i}", "mean", _SKIP_NULLS), (f"a{i}", "count", _VALID),
+                      (f"a{i}", "variance", _POPULATION)]
+            names += [f"a{i}_mean", f"a{i}_count", f"a{i}_variance"]
+            continue
         function = _PARTIAL[agg.name][0]
         specs.append((f"a{i}", function, _options(function)))
         names.append(f"a{i}_{function}")
     grouped = table.group_by(keys, use_threads=use_threads).aggregate(specs)
-    return pa.table([grouped.column(k) for k in keys] + [grouped.column(n) for n in names],
+    columns = [grouped.column(n) for n in names]
+    for i, agg in enumerate(aggs):
+        if agg.name in VARIANCE:  # M2 = population variance * count
+            at = names.index(f"a{i}_variance")
+            counts = grouped.column(f"a{i}_count")
+            columns[at] = pc.multiply(pc.fill_null(columns[at], 0.0),
+                                      counts.cast(pa.float64()))
+    return pa.table([grouped.column(k) for k in keys] + columns,
                     names=[*keys, *_partial_names(aggs)])
 
 
@@ -86,6 +110,8 @@ def _partial_names(aggs: Sequence[AggCall]) -> list[str]:
         names.append(f"p{i}")
         if agg.name == "avg":
             names.append(f"n{i}")
+        elif agg.name in VARIANCE:
+            names += [f"n{i}", f"m{i}"]
     return names
 
 
@@ -95,15 +121,62 @@ def merge(partials: pa.Table, keys: list[str], aggs: Sequence[AggCall],
     specs: list[tuple[str, str, Any]] = []
     names: list[str] = []
     for i, agg in enumerate(aggs):
+        if agg.name in VARIANCE:
+            continue
         function = "sum" if agg.name == "avg" else _PARTIAL[agg.name][1]
         specs.append((f"p{i}", function, _options(function)))
         names.append(f"p{i}_{function}")
         if agg.name == "avg":
             specs.append((f"n{i}", "sum", _SKIP_NULLS))
             names.append(f"n{i}_sum")
+    variances = [i for i, agg in enumerate(aggs) if agg.name in VARIANCE]
+    if variances:
+        partials = partials.append_column(_ROW, pa.array(np.arange(partials.num_rows)))
+        specs.append((_ROW, "list", None))
     grouped = partials.group_by(keys, use_threads=use_threads).aggregate(specs)
-    return pa.table([grouped.column(k) for k in keys] + [grouped.column(n) for n in names],
+    merged = dict(zip(names, (grouped.column(n) for n in names)))
+    if variances:
+        lists = grouped.column(f"{_ROW}_list").combine_chunks()
+        rows = pc.list_flatten(lists)
+        groups = pc.list_parent_indices(lists).to_numpy()
+        for i in variances:
+            counts, means, m2 = _chan(partials, i, rows, groups, grouped.num_rows)
+            merged[f"p{i}"], merged[f"n{i}"], merged[f"m{i}"] = means, counts, m2
+    columns = []
+    for i, agg in enumerate(aggs):
+        if agg.name in VARIANCE:
+            columns += [merged[f"p{i}"], merged[f"n{i}"], merged[f"m{i}"]]
+            continue
+        function = "sum" if agg.name == "avg" else _PARTIAL[agg.name][1]
+        columns.append(merged[f"p{i}_{function}"])
+        if agg.name == "avg":
+            columns.append(merged[f"n{i}_sum"])
+    return pa.table([grouped.column(k) for k in keys] + columns,
                     names=[*keys, *_partial_names(aggs)])
+
+
+def _chan(partials: pa.Table, index: int, rows: pa.Array, groups: np.ndarray,
+          count: int) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Count, mean and M2 of variance aggregate ``index`` per group, combined from the
+    partials' rows (``rows[j]`` belongs to group ``groups[j]``) by Chan et al.'s parallel
+    formula: M2 = sum of the pieces' M2 + sum of n * (piece mean - group mean)^2."""
+    n = pc.fill_null(partials.column(f"n{index}").take(rows), 0).to_numpy().astype(np.float64)
+    mean = pc.fill_null(partials.column(f"p{index}").take(rows), 0.0).to_numpy()
+    m2 = pc.fill_null(partials.column(f"m{index}").take(rows), 0.0).to_numpy()
+    totals = np.bincount(groups, weights=n, minlength=count)
+    some = totals > 0
+    # means are taken relative to one piece's mean of the group, so values far from zero
+    # keep their digits (a sum of n * mean would lose them)
+    reference = np.zeros(count)
+    valued = n > 0
+    reference[groups[valued]] = mean[valued]
+    shifted = mean - reference[groups]
+    offsets = np.bincount(groups, weights=n * shifted, minlength=count) / np.where(
+        some, totals, 1.0)
+    deviation = shifted - offsets[groups]
+    group_m2 = np.bincount(groups, weights=m2 + n * deviation * deviation, minlength=count)
+    return (pa.array(totals.astype(np.int64)), pa.array(reference + offsets, mask=~some),
+            pa.array(group_m2))
 
 
 def final(merged: pa.Table, aggs: Sequence[AggCall]) -> list[pa.ChunkedArray | pa.Array]:
@@ -115,8 +188,21 @@ def final(merged: pa.Table, aggs: Sequence[AggCall]) -> list[pa.ChunkedArray | p
             value = _mean(value, pc.fill_null(merged.column(f"n{i}"), 0).to_numpy())
         elif agg.name in ("count", "count_star"):
             value = pc.fill_null(value, 0)
+        elif agg.name in VARIANCE:
+            value = _variance(agg.name, merged.column(f"n{i}"), merged.column(f"m{i}"))
         columns.append(value)
     return columns
+
+
+def _variance(name: str, counts: pa.ChunkedArray, m2: pa.ChunkedArray) -> pa.Array:
+    """The variance aggregate ``name`` of groups with ``counts`` values and sums of squared
+    deviations ``m2``: NULL where a group has no more values than degrees of freedom."""
+    ddof, root = VARIANCE[name]
+    n = pc.fill_null(counts, 0).to_numpy().astype(np.float64)
+    defined = n > ddof
+    values = np.maximum(pc.fill_null(m2, 0.0).to_numpy(), 0.0) / np.where(
+        defined, n - ddof, 1.0)
+    return pa.array(np.sqrt(values) if root else values, pa.float64(), mask=~defined)
 
 
 def _mean(sums: pa.ChunkedArray, counts: np.ndarray) -> pa.Array:

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 import flowsql
+from flowsql.errors import ResourceExhausted
 from flowsql.tpch.queries import load_query
 from flowsql.tpch.verify import compare_tables
 from tests.conftest import TPCH_TABLES, create_table_sql
@@ -101,4 +102,65 @@ def test_user_aggregates_spill_like_an_unlimited_budget(tiny: flowsql.Session,
     tiny.sql("SET 'execution.memory-budget' = '1mb'")
     spilled = tiny.sql(sql).to_arrow()
     assert not compare_tables(spilled, unlimited, ordered=False)
+    assert _files(tmp_path) == []
+
+
+DISTINCT_KINDS = ["count(DISTINCT l_partkey)", "sum(DISTINCT l_partkey)",
+                  "sum(DISTINCT l_extendedprice)", "avg(DISTINCT l_quantity)",
+                  "avg(DISTINCT l_extendedprice)", "var_samp(DISTINCT l_discount)",
+                  "var_pop(DISTINCT l_extendedprice)", "stddev_samp(DISTINCT l_tax)",
+                  "stddev_pop(DISTINCT l_quantity)", "min(DISTINCT l_shipmode)",
+                  "max(DISTINCT l_partkey)",
+                  "count(DISTINCT l_suppkey) FILTER (WHERE l_returnflag = 'R')"]
+VARIANCE_FAMILY = ("var_samp(l_extendedprice) AS vs, var_pop(l_discount) AS vp, "
+                   "stddev_samp(l_quantity) AS ss, stddev_pop(l_tax) AS sp")
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+@pytest.mark.parametrize("kind", DISTINCT_KINDS)
+def test_each_distinct_aggregate_spills_without_keys(tiny: flowsql.Session, duckdb_tpch,
+                                                     kind: str, budget: str,
+                                                     tmp_path: Path) -> None:
+    """A global DISTINCT aggregate is one group larger than the budget: it is computed
+    over its spilled rows, partitioned by the argument's values."""
+    _check(tiny, duckdb_tpch, f"SELECT {kind} AS x, count(*) AS n FROM lineitem", budget,
+           tmp_path)
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+@pytest.mark.parametrize("grouping", [
+    "", "GROUP BY l_returnflag", "GROUP BY ROLLUP (l_returnflag, l_linestatus)",
+    "GROUP BY CUBE (l_returnflag, l_shipmode)",
+    "GROUP BY GROUPING SETS ((), (l_linestatus), (l_shipmode, l_returnflag))"],
+    ids=["global", "keys", "rollup", "cube", "grouping-sets"])
+def test_distinct_aggregates_of_large_groups_spill(tiny: flowsql.Session, duckdb_tpch,
+                                                   grouping: str, budget: str,
+                                                   tmp_path: Path) -> None:
+    """Every DISTINCT kind at once (each split by its own argument), the variance family and
+    mergeable aggregates, over groups (the grand total among them) larger than the
+    budget."""
+    keys = [c for c in ("l_returnflag", "l_linestatus", "l_shipmode") if c in grouping]
+    aggs = ", ".join(f"{kind} AS d{i}" for i, kind in enumerate(DISTINCT_KINDS))
+    sql = (f"SELECT {''.join(k + ', ' for k in keys)}{aggs}, {VARIANCE_FAMILY}, "
+           f"sum(l_quantity) AS q, avg(l_discount) AS a, count(*) AS n, "
+           f"max(l_comment) AS c FROM lineitem {grouping}")
+    _check(tiny, duckdb_tpch, sql, budget, tmp_path)
+
+
+@pytest.mark.parametrize("budget", ["64kb", "1mb"])
+def test_variance_family_spills(tiny: flowsql.Session, duckdb_tpch, budget: str,
+                                tmp_path: Path) -> None:
+    _check(tiny, duckdb_tpch, f"SELECT l_suppkey, {VARIANCE_FAMILY} FROM lineitem "
+           "GROUP BY l_suppkey", budget, tmp_path)
+    _check(tiny, duckdb_tpch, f"SELECT {VARIANCE_FAMILY} FROM lineitem", budget, tmp_path)
+
+
+def test_one_group_of_a_user_aggregate_without_merge_too_large_fails_naming_it(
+        tiny: flowsql.Session, tmp_path: Path) -> None:
+    """A user aggregate without ``merge`` needs all of its group's rows at once."""
+    tiny.sql("CREATE FUNCTION joined AS 'tests.udfs.aggregates.joined'")
+    tiny.sql("SET 'execution.memory-budget' = '64kb'")
+    with pytest.raises(ResourceExhausted, match=r"the group \(\).*execution.memory-budget"):
+        tiny.sql("SELECT joined(l_comment) AS c, count(DISTINCT l_partkey) AS p "
+                 "FROM lineitem").to_arrow()
     assert _files(tmp_path) == []
