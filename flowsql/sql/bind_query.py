@@ -592,6 +592,10 @@ class QueryBinder:
                 raise self.error(f"table function '{node.this.sql()}' is not supported", node)
             plan, default_names = self._bind_named_table(node, scope)
             qualifier = alias or node.name
+        elif isinstance(node, exp.Subquery) and _is_parenthesized_join(node):
+            if alias is not None:
+                raise self.error("an alias on a parenthesized join is not supported", node)
+            return self._bind_parenthesized_join(node.this, scope)
         elif isinstance(node, exp.Subquery):
             plan = self.bind_query(node.this, scope.parent, scope.ctes)
             plan = self._order_limit_by_output(node, plan, scope.parent, scope.ctes)
@@ -614,6 +618,19 @@ class QueryBinder:
             default_names = column_aliases + default_names[len(column_aliases):]
         columns = [f.renamed(n) for f, n in zip(fields, default_names)]
         return plan, [Relation(qualifier, columns)]
+
+    def _bind_parenthesized_join(self, node: exp.Expression,
+                                 scope: Scope) -> tuple[LogicalPlan, list[Relation]]:
+        """``(a JOIN b ON ...)`` in a FROM clause: the joins inside the parentheses are bound
+        first, so a query can write a bushy or right-deep join tree. Their ON conditions see
+        only the relations inside the parentheses (and enclosing queries), as in standard SQL;
+        the relations are returned so the rest of the query sees them all."""
+        inner = Scope(parent=scope.parent, ctes=scope.ctes)
+        plan, rels = self._bind_table_expr(node, inner)
+        inner.relations.extend(rels)
+        for join in node.args.get("joins") or []:
+            plan = self._bind_join(plan, join, inner)
+        return plan, inner.relations
 
     def _bind_table_function(self, node: exp.Expression, call: exp.Expression,
                              left: LogicalPlan | None, join: exp.Join | None,
@@ -859,3 +876,10 @@ def _has_agg(e: Expr) -> bool:
     if isinstance(e, SUBQUERY_TYPES):
         return False
     return any(_has_agg(c) for c in e.children())
+
+
+def _is_parenthesized_join(node: exp.Subquery) -> bool:
+    """True for ``(a JOIN b ON ...)``: parentheses around a joined table, not a query."""
+    inner = node.this
+    return (isinstance(inner, exp.Table | exp.Subquery)
+            and bool(inner.args.get("joins")))
