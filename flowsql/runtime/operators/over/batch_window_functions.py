@@ -13,20 +13,33 @@ its input position, are split into spill runs by the hash of those keys
 (:mod:`flowsql.runtime.spill.partition_spill`): a window partition never spans two runs,
 so each run is evaluated in memory on its own exactly as above. The runs' outputs are
 merged back into input order by their positions (an external sort), so the result is the
-in-memory path's, row for row. Windows without a common PARTITION BY key need all rows at
-once and fail with ResourceExhausted when they do not fit.
+in-memory path's, row for row.
+
+Calls without a PARTITION BY key common to all of them (``PARTITION BY a`` next to
+``PARTITION BY b``) are spilled in groups of calls that do share keys
+(:mod:`window_groups`): the positioned rows are written once in input order and once per
+group, split by that group's keys. Group after group, each spilled partition is evaluated
+for the group's calls only, the (results, position) pieces are put back into input order
+by the external sort and written as one run; at the end the rows' run and every group's
+run are zipped column-wise, again the in-memory result row for row.
+
+Not spilled: a call without PARTITION BY makes the whole input one partition, which must
+fit in memory; when it does not, the operator fails with ResourceExhausted naming
+``execution.memory-budget`` (ranking and running aggregates could stream over sorted
+input instead; that is not done).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
-from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall
+from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall, column_ids
 from flowsql.planner.physical import WindowExec
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import (
@@ -41,8 +54,10 @@ from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
+from flowsql.runtime.operators.over.window_groups import partition_groups_of_calls, zip_runs
 from flowsql.runtime.spill.external_sort import ExternalSorter
-from flowsql.runtime.spill.partition_spill import PartitionSpill, partition_groups
+from flowsql.runtime.spill.partition_spill import KeysOf, PartitionSpill, partition_groups
+from flowsql.runtime.spill.spill_run import SpillRun, SpillWriter
 from flowsql.runtime.user_functions.frames import call_per_frame
 
 _RANKING = {"row_number": W.row_number, "rank": W.rank, "dense_rank": W.dense_rank,
@@ -87,25 +102,64 @@ class WindowOperator(Operator):
         self._key_fns = [(compile_expr(e, schema), e.dtype) for e in keys]
         self._spill: PartitionSpill | None = None
         self._position = 0
+        # calls without common keys but each with some: spilled group by group
+        self._groups: list[_CallGroup] = []
+        if not keys and schema and self.node.calls and all(c.partition_by
+                                                           for c in self.node.calls):
+            self._groups = [self._call_group(group_keys, members) for group_keys, members
+                            in partition_groups_of_calls(self.node.calls)]
+        self._rows_writer: SpillWriter | None = None
+        self._group_spills: list[PartitionSpill] = []
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if self._spill is not None:
             self._spill.write(self._positioned(batch))
             return ()
+        if self._rows_writer is not None:
+            self._write_grouped(self._positioned(batch))
+            return ()
         self._batches.append(batch)
-        if not self._key_fns:
+        if self._key_fns:
+            if not self._memory.try_hold(batch_nbytes(batch)):
+                self._start_spilling()
+        elif self._groups:
+            if not self._memory.try_hold(batch_nbytes(batch)):
+                self._start_grouped_spilling()
+        else:
             self._memory.hold(batch_nbytes(batch))
-        elif not self._memory.try_hold(batch_nbytes(batch)):
-            self._start_spilling()
         return ()
 
     def close(self) -> None:
         self._memory.release_all()
+        spills, self._group_spills = self._group_spills, []
+        for spill in spills:  # left behind by an error
+            for run in spill.finish():
+                if run is not None:
+                    run.delete()
+        if self._rows_writer is not None:
+            self._rows_writer.finish().delete()
+            self._rows_writer = None
 
     # -- spilling -------------------------------------------------------------------------
 
     def _keys_of(self, batch: pa.RecordBatch) -> list[pa.Array]:
         return [conform(fn(batch), dtype) for fn, dtype in self._key_fns]
+
+    def _call_group(self, keys: tuple[Expr, ...], members: list[int]) -> _CallGroup:
+        """The calls ``members`` spilled by ``keys`` with only the input columns they read."""
+        cids: set[int] = set()
+        for i in members:
+            call = self.node.calls[i]
+            for e in (*call.partition_by, *(k.expr for k in call.order_by), *call.args):
+                cids |= column_ids(e)
+        schema = self.node.input.schema
+        columns = [i for i, f in enumerate(schema) if f.cid in cids]
+        narrow = tuple(schema[i] for i in columns)
+        fns = [(compile_expr(e, narrow), e.dtype) for e in keys]
+
+        def keys_of(batch: pa.RecordBatch) -> list[pa.Array]:
+            return [conform(fn(batch), dtype) for fn, dtype in fns]
+        return _CallGroup(columns, keys_of, members)
 
     def _positioned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` with its rows' input positions as an extra last column."""
@@ -143,6 +197,85 @@ class WindowOperator(Operator):
         finally:
             sorter.close()
 
+    # -- spilling in groups of calls ------------------------------------------------------
+
+    def _start_grouped_spilling(self) -> None:
+        first = self._positioned(self._batches[0])
+        self._rows_writer = SpillWriter(self.context.spill, first.schema, "window",
+                                        self.context.metrics)
+        self._group_spills = [PartitionSpill(self.context, group.narrow(first).schema,
+                                             "window", group.keys_of)
+                              for group in self._groups]
+        self._write_grouped(first)
+        for batch in self._batches[1:]:
+            self._write_grouped(self._positioned(batch))
+        self._batches = []
+        self._memory.release_all()
+
+    def _write_grouped(self, batch: pa.RecordBatch) -> None:
+        assert self._rows_writer is not None
+        self._rows_writer.write(batch)
+        for spill, group in zip(self._group_spills, self._groups):
+            spill.write(group.narrow(batch))
+
+    def _grouped_output(self) -> Iterator[pa.RecordBatch]:
+        """Every group's results in input order (one run each), zipped with the rows."""
+        assert self._rows_writer is not None
+        rows, self._rows_writer = self._rows_writer.finish(), None
+        results: list[SpillRun] = []
+        width = len(self.node.input.schema)
+        size = batch_size(self.context.settings)
+        try:
+            while self._group_spills:
+                spill = self._group_spills.pop(0)
+                results.append(self._group_results(spill.finish(), self._groups[len(results)]))
+            # zipped columns: the rows and their position, then per group its results
+            # and their position; the column of every call in the zipped batch:
+            column_of: dict[int, int] = {}
+            start = width + 1
+            for group in self._groups:
+                column_of.update((i, start + j) for j, i in enumerate(group.members))
+                start += len(group.members) + 1
+            names = [f"c{i}" for i in range(len(self.node.schema))]
+            for columns in zip_runs(rows, results):
+                out = [*columns[:width],
+                       *(columns[column_of[i]] for i in range(len(self.node.calls)))]
+                yield from table_to_batches(pa.table(out, names=names), self.node.schema, size)
+        finally:
+            rows.delete()
+            for run in results:
+                run.delete()
+
+    def _group_results(self, runs: list[SpillRun | None], group: _CallGroup) -> SpillRun:
+        """The results of the group's calls (and the positions), in input order."""
+        width = len(self.node.input.schema)
+        size = batch_size(self.context.settings)
+        sorter = ExternalSorter(self.context, _BY_POSITION, "window", size)
+        try:
+            for (table,) in partition_groups(self.context, [runs], [group.keys_of], "window"):
+                assert table is not None
+                rows = [group.widen(b, width) for b in table.to_batches()]
+                values = self._results(rows, group.members)
+                columns = [*values, table.column(len(group.columns))]
+                sorter.add_sorted(pa.table(columns,
+                                           names=[f"c{i}" for i in range(len(columns))]))
+            writer: SpillWriter | None = None
+            try:
+                for ordered in sorter.sorted_tables():
+                    if writer is None:
+                        writer = SpillWriter(self.context.spill, ordered.schema, "window",
+                                             self.context.metrics)
+                    for batch in ordered.to_batches(size):
+                        writer.write(batch)
+            except BaseException:
+                if writer is not None:
+                    writer.finish().delete()
+                raise
+            assert writer is not None
+            return writer.finish()
+        finally:
+            sorter.close()
+
     # -- evaluation -----------------------------------------------------------------------
 
     def _evaluate(self, expr: Expr, rows: list[pa.RecordBatch]) -> pa.Array:
@@ -155,6 +288,8 @@ class WindowOperator(Operator):
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
         if self._spill is not None:
             return self._spilled_output(self._spill)
+        if self._rows_writer is not None:
+            return self._grouped_output()
         if not self._batches:
             return ()
         out = self._windowed(self._batches)
@@ -164,12 +299,21 @@ class WindowOperator(Operator):
 
     def _windowed(self, rows: list[pa.RecordBatch]) -> pa.Table:
         """``rows`` with one column per window call appended, in the order of ``rows``."""
+        results = self._results(rows, list(range(len(self.node.calls))))
+        table = to_table(rows, len(self.node.input.schema))
+        columns = [*table.columns, *results]
+        return pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+
+    def _results(self, rows: list[pa.RecordBatch], members: list[int]) -> list[pa.Array]:
+        """The results of the calls ``members`` (indexes into the node's calls) over
+        ``rows``, in that order, each in the order of ``rows``."""
         n = sum(b.num_rows for b in rows)
         windows: dict[tuple[tuple[Expr, ...], tuple[SortKey, ...]], list[int]] = {}
-        for i, call in enumerate(self.node.calls):
+        for i in members:
+            call = self.node.calls[i]
             windows.setdefault((call.partition_by, call.order_by), []).append(i)
-        results: list[pa.Array | None] = [None] * len(self.node.calls)
-        for (partition_by, order_by), members in windows.items():
+        results: dict[int, pa.Array] = {}
+        for (partition_by, order_by), window_members in windows.items():
             partition = [self._evaluate(e, rows) for e in partition_by]
             order = [self._evaluate(k.expr, rows) for k in order_by]
             specs = [SortKey(e) for e in partition_by] + list(order_by)
@@ -180,13 +324,11 @@ class WindowOperator(Operator):
             inverse = np.empty(n, dtype=np.int64)
             inverse[np.asarray(perm.to_numpy(zero_copy_only=False))] = np.arange(n)
             back = pa.array(inverse)
-            for i in members:
+            for i in window_members:
                 call = self.node.calls[i]
                 value = self._call(call, layout, perm, sorted_order, rows)
                 results[i] = conform(value, self.node.fields[i].dtype).take(back)
-        table = to_table(rows, len(self.node.input.schema))
-        columns = [*table.columns, *results]
-        return pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+        return [results[i] for i in members]
 
     def _argument(self, call: WindowCall, index: int, perm: pa.Array,
                   rows: list[pa.RecordBatch]) -> pa.Array:
@@ -232,6 +374,30 @@ class WindowOperator(Operator):
                           dtype=np.int64) if name == "nth_value"
                else np.ones(layout.n, dtype=np.int64))
         return W.nth_in_frame(values, start, end, nth)
+
+
+@dataclass(frozen=True)
+class _CallGroup:
+    """Calls spilled together: by ``keys_of`` (over the narrow batches), with only the input
+    ``columns`` they read (then the position)."""
+
+    columns: list[int]
+    keys_of: KeysOf
+    members: list[int]
+
+    def narrow(self, positioned: pa.RecordBatch) -> pa.RecordBatch:
+        """A positioned input batch cut to the group's columns and the position."""
+        arrays = [positioned.column(i) for i in self.columns]
+        arrays.append(positioned.column(positioned.num_columns - 1))
+        return pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+
+    def widen(self, narrow: pa.RecordBatch, width: int) -> pa.RecordBatch:
+        """Rows of the input's ``width`` columns for evaluation: the group's columns, and
+        buffer-less null columns in place of those its calls never read."""
+        arrays: list[pa.Array] = [pa.nulls(narrow.num_rows)] * width
+        for j, i in enumerate(self.columns):
+            arrays[i] = narrow.column(j)
+        return pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(width)])
 
 
 def _describe_partition(call: WindowCall, partition: list[pa.Array]) -> Callable[[int], str]:

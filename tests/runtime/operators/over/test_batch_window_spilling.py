@@ -127,3 +127,71 @@ def test_literal_key_is_no_help_but_harmless(tmp_path: Path) -> None:
     spilled, _ = drive_spilling(window, table.to_batches(1000), budget="64kb", tmp=tmp_path)
     expected = duck("SELECT *, row_number() OVER (PARTITION BY p ORDER BY id) FROM t", t=table)
     assert_rows(spilled, expected)
+
+
+ROWS_UNBOUNDED = Frame("rows", FrameBound("unbounded_preceding"), FrameBound("current_row"))
+RANGE_UNBOUNDED = Frame("range", FrameBound("unbounded_preceding"), FrameBound("current_row"))
+ROWS_AROUND = Frame("rows", FrameBound("preceding", Literal(2, T.INT64)),
+                    FrameBound("following", Literal(1, T.INT64)))
+# calls with two different PARTITION BY key sets (p; o) and with three (p; o; r)
+TWO_KEY_SETS = [
+    ("row_number", [], "row_number()", T.INT64, ["p"], None),
+    ("dense_rank", [], "dense_rank()", T.INT64, ["o"], None),
+    ("sum", ["v"], "sum(v)", pa.decimal128(38, 2), ["o"], ROWS_UNBOUNDED),
+    ("lead", ["v"], "lead(v)", pa.decimal128(12, 2), ["p", "q"], None),
+]
+THREE_KEY_SETS = [
+    *TWO_KEY_SETS,
+    ("rank", [], "rank()", T.INT64, ["r"], None),
+    ("lag", ["id"], "lag(id)", T.INT64, ["r"], None),
+    ("count_star", [], "count(*)", T.INT64, ["o", "q"], RANGE_UNBOUNDED),
+    ("max", ["id"], "max(id)", T.INT64, ["r", "q"], ROWS_AROUND),
+]
+
+
+def _data_with_r(rows: int) -> pa.Table:
+    """``_data`` with a further key column r (83 values and NULLs)."""
+    table = _data(rows)
+    rng = np.random.default_rng(29)
+    return table.append_column("r", pa.array(rng.integers(0, 83, rows), pa.int64(),
+                                             mask=rng.random(rows) < 0.01))
+
+
+def _duck_frames(table: pa.Table, calls: list[tuple]) -> pa.Table:
+    selects = []
+    for _, _, sql, _, parts, frame in calls:
+        text = ""
+        if frame is ROWS_UNBOUNDED:
+            text = " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        elif frame is RANGE_UNBOUNDED:
+            text = " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        elif frame is ROWS_AROUND:
+            text = " ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
+        selects.append(f"{sql} OVER (PARTITION BY {', '.join(parts)} "
+                       f"ORDER BY o ASC NULLS LAST, id{text})")
+    return duck(f"SELECT *, {', '.join(selects)} FROM t", t=table)
+
+
+@pytest.mark.parametrize("calls", [TWO_KEY_SETS, THREE_KEY_SETS], ids=["two", "three"])
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_calls_without_common_keys_spill_group_by_group(budget: str, rows: int,
+                                                        calls: list[tuple],
+                                                        tmp_path: Path) -> None:
+    # p, o and r have NULL keys; no key is common to all calls
+    table = _data_with_r(rows)
+    node, batches = _window(table, calls)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
+    assert_rows(spilled, _duck_frames(table, calls))
+
+
+def test_calls_without_common_keys_next_to_one_without_keys_fail_clearly(
+        tmp_path: Path) -> None:
+    table = _data(rows=20_000)
+    calls = [*TWO_KEY_SETS[:2], ("row_number", [], "row_number()", T.INT64, [], None)]
+    node, batches = _window(table, calls)
+    with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
+        drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
