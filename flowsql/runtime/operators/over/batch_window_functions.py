@@ -79,8 +79,9 @@ def common_partition_keys(calls: tuple[WindowCall, ...]) -> tuple[Expr, ...]:
 
 
 class WindowOperator(Operator):
-    """Holds the whole input (accounted against the memory budget), or spills it by the
-    hash of the common PARTITION BY keys when the budget is full (see module doc)."""
+    """Holds the whole input (accounted against the memory budget), or spills it when the
+    budget is full: by the hash of the common PARTITION BY keys, or, without common keys,
+    once per group of calls that share keys (see module doc)."""
 
     def __init__(self, node: WindowExec) -> None:
         self.node = node
@@ -110,6 +111,9 @@ class WindowOperator(Operator):
                             in partition_groups_of_calls(self.node.calls)]
         self._rows_writer: SpillWriter | None = None
         self._group_spills: list[PartitionSpill] = []
+        #: runs of the grouped output (rows, then per group its results), deleted by
+        #: ``close`` too, should the output be abandoned part way
+        self._grouped_runs: list[SpillRun] = []
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if self._spill is not None:
@@ -139,6 +143,9 @@ class WindowOperator(Operator):
         if self._rows_writer is not None:
             self._rows_writer.finish().delete()
             self._rows_writer = None
+        for run in self._grouped_runs:
+            run.delete()
+        self._grouped_runs = []
 
     # -- spilling -------------------------------------------------------------------------
 
@@ -222,6 +229,7 @@ class WindowOperator(Operator):
         """Every group's results in input order (one run each), zipped with the rows."""
         assert self._rows_writer is not None
         rows, self._rows_writer = self._rows_writer.finish(), None
+        self._grouped_runs.append(rows)
         results: list[SpillRun] = []
         width = len(self.node.input.schema)
         size = batch_size(self.context.settings)
@@ -229,6 +237,7 @@ class WindowOperator(Operator):
             while self._group_spills:
                 spill = self._group_spills.pop(0)
                 results.append(self._group_results(spill.finish(), self._groups[len(results)]))
+                self._grouped_runs.append(results[-1])
             # zipped columns: the rows and their position, then per group its results
             # and their position; the column of every call in the zipped batch:
             column_of: dict[int, int] = {}

@@ -14,12 +14,15 @@ import pytest
 
 from flowsql.errors import ResourceExhausted
 from flowsql.planner import types as T
+from flowsql.planner.config.units import parse_memory_budget
 from flowsql.planner.expressions import Frame, FrameBound, Literal, SortKey, WindowCall
 from flowsql.planner.physical import WindowExec
 from flowsql.planner.schema import Field
-from flowsql.runtime.spill import partition_spill
+from flowsql.runtime.operator import MemoryBudget, OperatorContext
+from flowsql.runtime.registry import create_operator
+from flowsql.runtime.spill import SpillSpace, partition_spill
 from tests.harness.operators import assert_rows, duck, leaf
-from tests.runtime.spill.spill_driver import drive_spilling
+from tests.runtime.spill.spill_driver import drive_spilling, spill_files
 
 
 def _data(rows: int = 60_000, groups: int = 400) -> pa.Table:
@@ -195,3 +198,24 @@ def test_calls_without_common_keys_next_to_one_without_keys_fail_clearly(
     node, batches = _window(table, calls)
     with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
         drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
+
+
+def test_a_group_key_over_the_budget_fails_and_close_deletes_every_run(tmp_path: Path) -> None:
+    # q has three values: its group (the first) cannot fit 64kb; p's group is still spilled
+    table = _data(rows=20_000)
+    calls = [("rank", [], "rank()", T.INT64, ["q"], None),
+             ("row_number", [], "row_number()", T.INT64, ["p"], None)]
+    node, batches = _window(table, calls)
+    context = OperatorContext("test", {"execution.batch-size": "1024"},
+                              MemoryBudget(parse_memory_budget("64kb", "budget")),
+                              SpillSpace([str(tmp_path)]))
+    operator = create_operator(node)
+    operator.open(context)
+    with pytest.raises(ResourceExhausted, match="key \\(0,\\).*execution.memory-budget"):
+        for batch in batches:
+            list(operator.process_batch(0, batch))
+        list(operator.end_input(0))
+    assert spill_files(tmp_path)  # p's group's runs are left for close
+    operator.close()
+    assert spill_files(tmp_path) == []
+    assert context.memory.used == 0
