@@ -23,10 +23,14 @@ for the group's calls only, the (results, position) pieces are put back into inp
 by the external sort and written as one run; at the end the rows' run and every group's
 run are zipped column-wise, again the in-memory result row for row.
 
-Not spilled: a call without PARTITION BY makes the whole input one partition, which must
-fit in memory; when it does not, the operator fails with ResourceExhausted naming
-``execution.memory-budget`` (ranking and running aggregates could stream over sorted
-input instead; that is not done).
+A call without PARTITION BY makes the whole input one partition. ROW_NUMBER, RANK and
+DENSE_RANK over it form a group of their own that needs no partition in memory
+(:mod:`streamed_ranking`): the positions are sorted by the window order externally,
+numbered batch by batch, and sorted back by position. Any other call without PARTITION
+BY (aggregates, LAG/LEAD, value functions, NTILE, ...) needs the whole input at once:
+when it does not fit, the operator fails with ResourceExhausted naming
+``execution.memory-budget`` (running aggregates over UNBOUNDED PRECEDING .. CURRENT ROW
+could stream the same way; that is not done).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
 from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall, column_ids
 from flowsql.planner.physical import WindowExec
+from flowsql.planner.schema import Schema
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
@@ -53,6 +58,7 @@ from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
+from flowsql.runtime.operators.over.streamed_ranking import RunningRanks, streamable
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
 from flowsql.runtime.operators.over.window_groups import partition_groups_of_calls, zip_runs
 from flowsql.runtime.spill.external_sort import ExternalSorter
@@ -103,14 +109,17 @@ class WindowOperator(Operator):
         self._key_fns = [(compile_expr(e, schema), e.dtype) for e in keys]
         self._spill: PartitionSpill | None = None
         self._position = 0
-        # calls without common keys but each with some: spilled group by group
+        # calls without common keys: spilled group by group, if every group either has
+        # keys or is ranking over the whole input
         self._groups: list[_CallGroup] = []
-        if not keys and schema and self.node.calls and all(c.partition_by
-                                                           for c in self.node.calls):
-            self._groups = [self._call_group(group_keys, members) for group_keys, members
-                            in partition_groups_of_calls(self.node.calls)]
+        if not keys and schema and self.node.calls:
+            groups = [self._call_group(group_keys, members) for group_keys, members
+                      in partition_groups_of_calls(self.node.calls)]
+            if all(not g.streamed or streamable([self.node.calls[i] for i in g.members])
+                   for g in groups):
+                self._groups = groups
         self._rows_writer: SpillWriter | None = None
-        self._group_spills: list[PartitionSpill] = []
+        self._group_spills: list[PartitionSpill | SpillWriter] = []
         #: runs of the grouped output (rows, then per group its results), deleted by
         #: ``close`` too, should the output be abandoned part way
         self._grouped_runs: list[SpillRun] = []
@@ -137,7 +146,8 @@ class WindowOperator(Operator):
         self._memory.release_all()
         spills, self._group_spills = self._group_spills, []
         for spill in spills:  # left behind by an error
-            for run in spill.finish():
+            finished = spill.finish()
+            for run in finished if isinstance(finished, list) else [finished]:
                 if run is not None:
                     run.delete()
         if self._rows_writer is not None:
@@ -166,7 +176,7 @@ class WindowOperator(Operator):
 
         def keys_of(batch: pa.RecordBatch) -> list[pa.Array]:
             return [conform(fn(batch), dtype) for fn, dtype in fns]
-        return _CallGroup(columns, keys_of, members)
+        return _CallGroup(columns, narrow, keys_of, members, streamed=not keys)
 
     def _positioned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` with its rows' input positions as an extra last column."""
@@ -210,9 +220,12 @@ class WindowOperator(Operator):
         first = self._positioned(self._batches[0])
         self._rows_writer = SpillWriter(self.context.spill, first.schema, "window",
                                         self.context.metrics)
-        self._group_spills = [PartitionSpill(self.context, group.narrow(first).schema,
-                                             "window", group.keys_of)
-                              for group in self._groups]
+        self._group_spills = [
+            SpillWriter(self.context.spill, group.narrow(first).schema, "window",
+                        self.context.metrics) if group.streamed
+            else PartitionSpill(self.context, group.narrow(first).schema, "window",
+                                group.keys_of)
+            for group in self._groups]
         self._write_grouped(first)
         for batch in self._batches[1:]:
             self._write_grouped(self._positioned(batch))
@@ -236,7 +249,11 @@ class WindowOperator(Operator):
         try:
             while self._group_spills:
                 spill = self._group_spills.pop(0)
-                results.append(self._group_results(spill.finish(), self._groups[len(results)]))
+                group = self._groups[len(results)]
+                finished = spill.finish()
+                results.append(self._streamed_results(finished, group)
+                               if isinstance(finished, SpillRun)
+                               else self._group_results(finished, group))
                 self._grouped_runs.append(results[-1])
             # zipped columns: the rows and their position, then per group its results
             # and their position; the column of every call in the zipped batch:
@@ -268,22 +285,85 @@ class WindowOperator(Operator):
                 columns = [*values, table.column(len(group.columns))]
                 sorter.add_sorted(pa.table(columns,
                                            names=[f"c{i}" for i in range(len(columns))]))
-            writer: SpillWriter | None = None
-            try:
-                for ordered in sorter.sorted_tables():
-                    if writer is None:
-                        writer = SpillWriter(self.context.spill, ordered.schema, "window",
-                                             self.context.metrics)
-                    for batch in ordered.to_batches(size):
-                        writer.write(batch)
-            except BaseException:
-                if writer is not None:
-                    writer.finish().delete()
-                raise
-            assert writer is not None
-            return writer.finish()
+            return self._sorted_run(sorter)
         finally:
             sorter.close()
+
+    def _streamed_results(self, run: SpillRun, group: _CallGroup) -> SpillRun:
+        """A group of ranking calls over the whole input (:mod:`streamed_ranking`): the
+        positions are sorted by the window order externally, numbered batch by batch, and
+        the (numbers, position) rows sorted back into input order."""
+        size = batch_size(self.context.settings)
+        order_by = self.node.calls[group.members[0]].order_by
+        order_fns = [(compile_expr(k.expr, group.schema), k.expr.dtype) for k in order_by]
+        position = len(group.columns)
+        by_order = ExternalSorter(self.context, order_by, "window", size)
+        numbered: SpillWriter | None = None
+        try:
+            for batch in run.read() if order_by else ():
+                arrays = [batch.column(position),
+                          *(conform(fn(batch), dtype) for fn, dtype in order_fns)]
+                by_order.add(pa.RecordBatch.from_arrays(
+                    arrays, names=[f"c{i}" for i in range(len(arrays))]))
+            # numbered rows go to a run first: the merge above keeps the memory it needs
+            # while they are written, and the sort by position gets it after
+            ranks = RunningRanks()
+            # without ORDER BY all rows are peers, numbered in input order
+            ordered = (by_order.sorted_tables() if order_by
+                       else (pa.Table.from_batches([b]) for b in run.read()))
+            for table in ordered:
+                if table.num_rows == 0:
+                    continue
+                table = table.combine_chunks()
+                order = [table.column(1 + j).chunk(0) for j in range(len(order_by))]
+                numbers = ranks.next(order, table.num_rows)
+                columns = [conform(pa.array(numbers[self.node.calls[i].name]),
+                                   self.node.fields[i].dtype) for i in group.members]
+                # sorted: (position, order keys); unsorted: (the group's columns, position)
+                columns.append(table.column(0 if order_by else position).chunk(0))
+                batch = pa.RecordBatch.from_arrays(
+                    columns, names=[f"c{i}" for i in range(len(columns))])
+                if numbered is None:
+                    numbered = SpillWriter(self.context.spill, batch.schema, "window",
+                                           self.context.metrics)
+                numbered.write(batch)
+            by_order.close()
+            run.delete()
+            assert numbered is not None
+            numbers_run = numbered.finish()
+            numbered = None
+            by_position = ExternalSorter(self.context, _BY_POSITION, "window", size)
+            try:
+                for batch in numbers_run.read():
+                    by_position.add(batch)
+                numbers_run.delete()
+                return self._sorted_run(by_position)
+            finally:
+                numbers_run.delete()
+                by_position.close()
+        finally:
+            if numbered is not None:
+                numbered.finish().delete()
+            run.delete()
+            by_order.close()
+
+    def _sorted_run(self, sorter: ExternalSorter) -> SpillRun:
+        """What ``sorter`` holds, in its order, written to one run."""
+        size = batch_size(self.context.settings)
+        writer: SpillWriter | None = None
+        try:
+            for ordered in sorter.sorted_tables():
+                if writer is None:
+                    writer = SpillWriter(self.context.spill, ordered.schema, "window",
+                                         self.context.metrics)
+                for batch in ordered.to_batches(size):
+                    writer.write(batch)
+        except BaseException:
+            if writer is not None:
+                writer.finish().delete()
+            raise
+        assert writer is not None
+        return writer.finish()
 
     # -- evaluation -----------------------------------------------------------------------
 
@@ -388,11 +468,14 @@ class WindowOperator(Operator):
 @dataclass(frozen=True)
 class _CallGroup:
     """Calls spilled together: by ``keys_of`` (over the narrow batches), with only the input
-    ``columns`` they read (then the position)."""
+    ``columns`` they read (then the position); ``schema`` is those columns' fields.
+    ``streamed``: no keys, ranking over the whole input (:mod:`streamed_ranking`)."""
 
     columns: list[int]
+    schema: Schema
     keys_of: KeysOf
     members: list[int]
+    streamed: bool
 
     def narrow(self, positioned: pa.RecordBatch) -> pa.RecordBatch:
         """A positioned input batch cut to the group's columns and the position."""

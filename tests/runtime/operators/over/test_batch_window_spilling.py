@@ -114,8 +114,10 @@ def test_one_key_over_the_budget_names_the_key(tmp_path: Path) -> None:
 
 
 def test_window_without_partition_keys_fails_clearly(tmp_path: Path) -> None:
+    # a sliding frame over the whole input needs it all at once (whole-input ranking
+    # streams instead: test_ranking_over_the_whole_input_streams_over_sorted_rows)
     table = _data(rows=20_000)
-    node, batches = _window(table, [("row_number", [], "row_number()", T.INT64, [], None)])
+    node, batches = _window(table, [("max", ["id"], "max(id)", T.INT64, [], ROWS_AROUND)])
     with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
         drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
 
@@ -170,8 +172,8 @@ def _duck_frames(table: pa.Table, calls: list[tuple]) -> pa.Table:
             text = " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
         elif frame is ROWS_AROUND:
             text = " ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
-        selects.append(f"{sql} OVER (PARTITION BY {', '.join(parts)} "
-                       f"ORDER BY o ASC NULLS LAST, id{text})")
+        partition = f"PARTITION BY {', '.join(parts)} " if parts else ""
+        selects.append(f"{sql} OVER ({partition}ORDER BY o ASC NULLS LAST, id{text})")
     return duck(f"SELECT *, {', '.join(selects)} FROM t", t=table)
 
 
@@ -194,7 +196,7 @@ def test_calls_without_common_keys_spill_group_by_group(budget: str, rows: int,
 def test_calls_without_common_keys_next_to_one_without_keys_fail_clearly(
         tmp_path: Path) -> None:
     table = _data(rows=20_000)
-    calls = [*TWO_KEY_SETS[:2], ("row_number", [], "row_number()", T.INT64, [], None)]
+    calls = [*TWO_KEY_SETS[:2], ("max", ["id"], "max(id)", T.INT64, [], ROWS_AROUND)]
     node, batches = _window(table, calls)
     with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
         drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
@@ -219,3 +221,46 @@ def test_a_group_key_over_the_budget_fails_and_close_deletes_every_run(tmp_path:
     operator.close()
     assert spill_files(tmp_path) == []
     assert context.memory.used == 0
+
+
+# ranking over the whole input (no PARTITION BY), next to partitioned calls or alone
+WHOLE_INPUT_RANKING = [
+    ("row_number", [], "row_number()", T.INT64, [], None),
+    ("rank", [], "rank()", T.INT64, [], None),
+    ("dense_rank", [], "dense_rank()", T.INT64, [], None),
+]
+
+
+@pytest.mark.parametrize("calls", [WHOLE_INPUT_RANKING, [*WHOLE_INPUT_RANKING, *TWO_KEY_SETS]],
+                         ids=["alone", "with-partitioned"])
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_ranking_over_the_whole_input_streams_over_sorted_rows(budget: str, rows: int,
+                                                               calls: list[tuple],
+                                                               tmp_path: Path) -> None:
+    # o has 100 values and NULLs: peer groups span the sorted batches
+    table = _data_with_r(rows)
+    node, batches = _window(table, calls)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert_rows(spilled, _duck_frames(table, calls))
+
+
+def test_whole_input_ranking_by_peers_only(tmp_path: Path) -> None:
+    # ORDER BY o alone: large peer groups, so RANK and DENSE_RANK carry across batches
+    table = _data_with_r(20_000)
+    node, _ = leaf(table)
+    refs = {f.name: f.ref() for f in node.fields}
+    order = (SortKey(refs["o"], False, True),)
+    calls = tuple(WindowCall(name, (), (), order, None, T.INT64)
+                  for name in ("rank", "dense_rank"))
+    window = WindowExec(node, calls, tuple(Field.fresh(f"w{i}", T.INT64) for i in range(2)),
+                        1.0)
+    spilled, metrics = drive_spilling(window, table.to_batches(2048), budget="64kb",
+                                      tmp=tmp_path)
+    assert metrics["spilled_runs"] > 1
+    expected = duck("SELECT *, rank() OVER (ORDER BY o DESC NULLS FIRST), "
+                    "dense_rank() OVER (ORDER BY o DESC NULLS FIRST) FROM t", t=table)
+    assert_rows(spilled, expected)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
