@@ -13,21 +13,39 @@ its input position, are split into spill runs by the hash of those keys
 (:mod:`flowsql.runtime.spill.partition_spill`): a window partition never spans two runs,
 so each run is evaluated in memory on its own exactly as above. The runs' outputs are
 merged back into input order by their positions (an external sort), so the result is the
-in-memory path's, row for row. Windows without a common PARTITION BY key need all rows at
-once and fail with ResourceExhausted when they do not fit.
+in-memory path's, row for row.
+
+Calls without a PARTITION BY key common to all of them (``PARTITION BY a`` next to
+``PARTITION BY b``) are spilled in groups of calls that do share keys
+(:mod:`window_groups`): the positioned rows are written once in input order and once per
+group, split by that group's keys. Group after group, each spilled partition is evaluated
+for the group's calls only, the (results, position) pieces are put back into input order
+by the external sort and written as one run; at the end the rows' run and every group's
+run are zipped column-wise, again the in-memory result row for row.
+
+A call without PARTITION BY makes the whole input one partition. ROW_NUMBER, RANK and
+DENSE_RANK over it form a group of their own that needs no partition in memory
+(:mod:`streamed_ranking`): the positions are sorted by the window order externally,
+numbered batch by batch, and sorted back by position. Any other call without PARTITION
+BY (aggregates, LAG/LEAD, value functions, NTILE, ...) needs the whole input at once:
+when it does not fit, the operator fails with ResourceExhausted naming
+``execution.memory-budget`` (running aggregates over UNBOUNDED PRECEDING .. CURRENT ROW
+could stream the same way; that is not done).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
 from flowsql.planner import types as T
-from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall
+from flowsql.planner.expressions import Expr, Literal, SortKey, WindowCall, column_ids
 from flowsql.planner.physical import WindowExec
+from flowsql.planner.schema import Schema
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
@@ -40,9 +58,12 @@ from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
+from flowsql.runtime.operators.over.streamed_ranking import RunningRanks, streamable
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
+from flowsql.runtime.operators.over.window_groups import partition_groups_of_calls, zip_runs
 from flowsql.runtime.spill.external_sort import ExternalSorter
-from flowsql.runtime.spill.partition_spill import PartitionSpill, partition_groups
+from flowsql.runtime.spill.partition_spill import KeysOf, PartitionSpill, partition_groups
+from flowsql.runtime.spill.spill_run import SpillRun, SpillWriter
 from flowsql.runtime.user_functions.frames import call_per_frame
 
 _RANKING = {"row_number": W.row_number, "rank": W.rank, "dense_rank": W.dense_rank,
@@ -64,8 +85,9 @@ def common_partition_keys(calls: tuple[WindowCall, ...]) -> tuple[Expr, ...]:
 
 
 class WindowOperator(Operator):
-    """Holds the whole input (accounted against the memory budget), or spills it by the
-    hash of the common PARTITION BY keys when the budget is full (see module doc)."""
+    """Holds the whole input (accounted against the memory budget), or spills it when the
+    budget is full: by the hash of the common PARTITION BY keys, or, without common keys,
+    once per group of calls that share keys (see module doc)."""
 
     def __init__(self, node: WindowExec) -> None:
         self.node = node
@@ -87,25 +109,74 @@ class WindowOperator(Operator):
         self._key_fns = [(compile_expr(e, schema), e.dtype) for e in keys]
         self._spill: PartitionSpill | None = None
         self._position = 0
+        # calls without common keys: spilled group by group, if every group either has
+        # keys or is ranking over the whole input
+        self._groups: list[_CallGroup] = []
+        if not keys and schema and self.node.calls:
+            groups = [self._call_group(group_keys, members) for group_keys, members
+                      in partition_groups_of_calls(self.node.calls)]
+            if all(not g.streamed or streamable([self.node.calls[i] for i in g.members])
+                   for g in groups):
+                self._groups = groups
+        self._rows_writer: SpillWriter | None = None
+        self._group_spills: list[PartitionSpill | SpillWriter] = []
+        #: runs of the grouped output (rows, then per group its results), deleted by
+        #: ``close`` too, should the output be abandoned part way
+        self._grouped_runs: list[SpillRun] = []
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
         if self._spill is not None:
             self._spill.write(self._positioned(batch))
             return ()
+        if self._rows_writer is not None:
+            self._write_grouped(self._positioned(batch))
+            return ()
         self._batches.append(batch)
-        if not self._key_fns:
+        if self._key_fns:
+            if not self._memory.try_hold(batch_nbytes(batch)):
+                self._start_spilling()
+        elif self._groups:
+            if not self._memory.try_hold(batch_nbytes(batch)):
+                self._start_grouped_spilling()
+        else:
             self._memory.hold(batch_nbytes(batch))
-        elif not self._memory.try_hold(batch_nbytes(batch)):
-            self._start_spilling()
         return ()
 
     def close(self) -> None:
         self._memory.release_all()
+        spills, self._group_spills = self._group_spills, []
+        for spill in spills:  # left behind by an error
+            finished = spill.finish()
+            for run in finished if isinstance(finished, list) else [finished]:
+                if run is not None:
+                    run.delete()
+        if self._rows_writer is not None:
+            self._rows_writer.finish().delete()
+            self._rows_writer = None
+        for run in self._grouped_runs:
+            run.delete()
+        self._grouped_runs = []
 
     # -- spilling -------------------------------------------------------------------------
 
     def _keys_of(self, batch: pa.RecordBatch) -> list[pa.Array]:
         return [conform(fn(batch), dtype) for fn, dtype in self._key_fns]
+
+    def _call_group(self, keys: tuple[Expr, ...], members: list[int]) -> _CallGroup:
+        """The calls ``members`` spilled by ``keys`` with only the input columns they read."""
+        cids: set[int] = set()
+        for i in members:
+            call = self.node.calls[i]
+            for e in (*call.partition_by, *(k.expr for k in call.order_by), *call.args):
+                cids |= column_ids(e)
+        schema = self.node.input.schema
+        columns = [i for i, f in enumerate(schema) if f.cid in cids]
+        narrow = tuple(schema[i] for i in columns)
+        fns = [(compile_expr(e, narrow), e.dtype) for e in keys]
+
+        def keys_of(batch: pa.RecordBatch) -> list[pa.Array]:
+            return [conform(fn(batch), dtype) for fn, dtype in fns]
+        return _CallGroup(columns, narrow, keys_of, members, streamed=not keys)
 
     def _positioned(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` with its rows' input positions as an extra last column."""
@@ -143,6 +214,157 @@ class WindowOperator(Operator):
         finally:
             sorter.close()
 
+    # -- spilling in groups of calls ------------------------------------------------------
+
+    def _start_grouped_spilling(self) -> None:
+        first = self._positioned(self._batches[0])
+        self._rows_writer = SpillWriter(self.context.spill, first.schema, "window",
+                                        self.context.metrics)
+        self._group_spills = [
+            SpillWriter(self.context.spill, group.narrow(first).schema, "window",
+                        self.context.metrics) if group.streamed
+            else PartitionSpill(self.context, group.narrow(first).schema, "window",
+                                group.keys_of)
+            for group in self._groups]
+        self._write_grouped(first)
+        for batch in self._batches[1:]:
+            self._write_grouped(self._positioned(batch))
+        self._batches = []
+        self._memory.release_all()
+
+    def _write_grouped(self, batch: pa.RecordBatch) -> None:
+        assert self._rows_writer is not None
+        self._rows_writer.write(batch)
+        for spill, group in zip(self._group_spills, self._groups):
+            spill.write(group.narrow(batch))
+
+    def _grouped_output(self) -> Iterator[pa.RecordBatch]:
+        """Every group's results in input order (one run each), zipped with the rows."""
+        assert self._rows_writer is not None
+        rows, self._rows_writer = self._rows_writer.finish(), None
+        self._grouped_runs.append(rows)
+        results: list[SpillRun] = []
+        width = len(self.node.input.schema)
+        size = batch_size(self.context.settings)
+        try:
+            while self._group_spills:
+                spill = self._group_spills.pop(0)
+                group = self._groups[len(results)]
+                finished = spill.finish()
+                results.append(self._streamed_results(finished, group)
+                               if isinstance(finished, SpillRun)
+                               else self._group_results(finished, group))
+                self._grouped_runs.append(results[-1])
+            # zipped columns: the rows and their position, then per group its results
+            # and their position; the column of every call in the zipped batch:
+            column_of: dict[int, int] = {}
+            start = width + 1
+            for group in self._groups:
+                column_of.update((i, start + j) for j, i in enumerate(group.members))
+                start += len(group.members) + 1
+            names = [f"c{i}" for i in range(len(self.node.schema))]
+            for columns in zip_runs(rows, results):
+                out = [*columns[:width],
+                       *(columns[column_of[i]] for i in range(len(self.node.calls)))]
+                yield from table_to_batches(pa.table(out, names=names), self.node.schema, size)
+        finally:
+            rows.delete()
+            for run in results:
+                run.delete()
+
+    def _group_results(self, runs: list[SpillRun | None], group: _CallGroup) -> SpillRun:
+        """The results of the group's calls (and the positions), in input order."""
+        width = len(self.node.input.schema)
+        size = batch_size(self.context.settings)
+        sorter = ExternalSorter(self.context, _BY_POSITION, "window", size)
+        try:
+            for (table,) in partition_groups(self.context, [runs], [group.keys_of], "window"):
+                assert table is not None
+                rows = [group.widen(b, width) for b in table.to_batches()]
+                values = self._results(rows, group.members)
+                columns = [*values, table.column(len(group.columns))]
+                sorter.add_sorted(pa.table(columns,
+                                           names=[f"c{i}" for i in range(len(columns))]))
+            return self._sorted_run(sorter)
+        finally:
+            sorter.close()
+
+    def _streamed_results(self, run: SpillRun, group: _CallGroup) -> SpillRun:
+        """A group of ranking calls over the whole input (:mod:`streamed_ranking`): the
+        positions are sorted by the window order externally, numbered batch by batch, and
+        the (numbers, position) rows sorted back into input order."""
+        size = batch_size(self.context.settings)
+        order_by = self.node.calls[group.members[0]].order_by
+        order_fns = [(compile_expr(k.expr, group.schema), k.expr.dtype) for k in order_by]
+        position = len(group.columns)
+        by_order = ExternalSorter(self.context, order_by, "window", size)
+        numbered: SpillWriter | None = None
+        try:
+            for batch in run.read() if order_by else ():
+                arrays = [batch.column(position),
+                          *(conform(fn(batch), dtype) for fn, dtype in order_fns)]
+                by_order.add(pa.RecordBatch.from_arrays(
+                    arrays, names=[f"c{i}" for i in range(len(arrays))]))
+            # numbered rows go to a run first: the merge above keeps the memory it needs
+            # while they are written, and the sort by position gets it after
+            ranks = RunningRanks()
+            # without ORDER BY all rows are peers, numbered in input order
+            ordered = (by_order.sorted_tables() if order_by
+                       else (pa.Table.from_batches([b]) for b in run.read()))
+            for table in ordered:
+                if table.num_rows == 0:
+                    continue
+                table = table.combine_chunks()
+                order = [table.column(1 + j).chunk(0) for j in range(len(order_by))]
+                numbers = ranks.next(order, table.num_rows)
+                columns = [conform(pa.array(numbers[self.node.calls[i].name]),
+                                   self.node.fields[i].dtype) for i in group.members]
+                # sorted: (position, order keys); unsorted: (the group's columns, position)
+                columns.append(table.column(0 if order_by else position).chunk(0))
+                batch = pa.RecordBatch.from_arrays(
+                    columns, names=[f"c{i}" for i in range(len(columns))])
+                if numbered is None:
+                    numbered = SpillWriter(self.context.spill, batch.schema, "window",
+                                           self.context.metrics)
+                numbered.write(batch)
+            by_order.close()
+            run.delete()
+            assert numbered is not None
+            numbers_run = numbered.finish()
+            numbered = None
+            by_position = ExternalSorter(self.context, _BY_POSITION, "window", size)
+            try:
+                for batch in numbers_run.read():
+                    by_position.add(batch)
+                numbers_run.delete()
+                return self._sorted_run(by_position)
+            finally:
+                numbers_run.delete()
+                by_position.close()
+        finally:
+            if numbered is not None:
+                numbered.finish().delete()
+            run.delete()
+            by_order.close()
+
+    def _sorted_run(self, sorter: ExternalSorter) -> SpillRun:
+        """What ``sorter`` holds, in its order, written to one run."""
+        size = batch_size(self.context.settings)
+        writer: SpillWriter | None = None
+        try:
+            for ordered in sorter.sorted_tables():
+                if writer is None:
+                    writer = SpillWriter(self.context.spill, ordered.schema, "window",
+                                         self.context.metrics)
+                for batch in ordered.to_batches(size):
+                    writer.write(batch)
+        except BaseException:
+            if writer is not None:
+                writer.finish().delete()
+            raise
+        assert writer is not None
+        return writer.finish()
+
     # -- evaluation -----------------------------------------------------------------------
 
     def _evaluate(self, expr: Expr, rows: list[pa.RecordBatch]) -> pa.Array:
@@ -155,6 +377,8 @@ class WindowOperator(Operator):
     def end_input(self, input: int) -> Iterable[pa.RecordBatch]:
         if self._spill is not None:
             return self._spilled_output(self._spill)
+        if self._rows_writer is not None:
+            return self._grouped_output()
         if not self._batches:
             return ()
         out = self._windowed(self._batches)
@@ -164,12 +388,21 @@ class WindowOperator(Operator):
 
     def _windowed(self, rows: list[pa.RecordBatch]) -> pa.Table:
         """``rows`` with one column per window call appended, in the order of ``rows``."""
+        results = self._results(rows, list(range(len(self.node.calls))))
+        table = to_table(rows, len(self.node.input.schema))
+        columns = [*table.columns, *results]
+        return pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+
+    def _results(self, rows: list[pa.RecordBatch], members: list[int]) -> list[pa.Array]:
+        """The results of the calls ``members`` (indexes into the node's calls) over
+        ``rows``, in that order, each in the order of ``rows``."""
         n = sum(b.num_rows for b in rows)
         windows: dict[tuple[tuple[Expr, ...], tuple[SortKey, ...]], list[int]] = {}
-        for i, call in enumerate(self.node.calls):
+        for i in members:
+            call = self.node.calls[i]
             windows.setdefault((call.partition_by, call.order_by), []).append(i)
-        results: list[pa.Array | None] = [None] * len(self.node.calls)
-        for (partition_by, order_by), members in windows.items():
+        results: dict[int, pa.Array] = {}
+        for (partition_by, order_by), window_members in windows.items():
             partition = [self._evaluate(e, rows) for e in partition_by]
             order = [self._evaluate(k.expr, rows) for k in order_by]
             specs = [SortKey(e) for e in partition_by] + list(order_by)
@@ -180,13 +413,11 @@ class WindowOperator(Operator):
             inverse = np.empty(n, dtype=np.int64)
             inverse[np.asarray(perm.to_numpy(zero_copy_only=False))] = np.arange(n)
             back = pa.array(inverse)
-            for i in members:
+            for i in window_members:
                 call = self.node.calls[i]
                 value = self._call(call, layout, perm, sorted_order, rows)
                 results[i] = conform(value, self.node.fields[i].dtype).take(back)
-        table = to_table(rows, len(self.node.input.schema))
-        columns = [*table.columns, *results]
-        return pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+        return [results[i] for i in members]
 
     def _argument(self, call: WindowCall, index: int, perm: pa.Array,
                   rows: list[pa.RecordBatch]) -> pa.Array:
@@ -232,6 +463,33 @@ class WindowOperator(Operator):
                           dtype=np.int64) if name == "nth_value"
                else np.ones(layout.n, dtype=np.int64))
         return W.nth_in_frame(values, start, end, nth)
+
+
+@dataclass(frozen=True)
+class _CallGroup:
+    """Calls spilled together: by ``keys_of`` (over the narrow batches), with only the input
+    ``columns`` they read (then the position); ``schema`` is those columns' fields.
+    ``streamed``: no keys, ranking over the whole input (:mod:`streamed_ranking`)."""
+
+    columns: list[int]
+    schema: Schema
+    keys_of: KeysOf
+    members: list[int]
+    streamed: bool
+
+    def narrow(self, positioned: pa.RecordBatch) -> pa.RecordBatch:
+        """A positioned input batch cut to the group's columns and the position."""
+        arrays = [positioned.column(i) for i in self.columns]
+        arrays.append(positioned.column(positioned.num_columns - 1))
+        return pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+
+    def widen(self, narrow: pa.RecordBatch, width: int) -> pa.RecordBatch:
+        """Rows of the input's ``width`` columns for evaluation: the group's columns, and
+        buffer-less null columns in place of those its calls never read."""
+        arrays: list[pa.Array] = [pa.nulls(narrow.num_rows)] * width
+        for j, i in enumerate(self.columns):
+            arrays[i] = narrow.column(j)
+        return pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(width)])
 
 
 def _describe_partition(call: WindowCall, partition: list[pa.Array]) -> Callable[[int], str]:

@@ -14,12 +14,15 @@ import pytest
 
 from flowsql.errors import ResourceExhausted
 from flowsql.planner import types as T
+from flowsql.planner.config.units import parse_memory_budget
 from flowsql.planner.expressions import Frame, FrameBound, Literal, SortKey, WindowCall
 from flowsql.planner.physical import WindowExec
 from flowsql.planner.schema import Field
-from flowsql.runtime.spill import partition_spill
+from flowsql.runtime.operator import MemoryBudget, OperatorContext
+from flowsql.runtime.registry import create_operator
+from flowsql.runtime.spill import SpillSpace, partition_spill
 from tests.harness.operators import assert_rows, duck, leaf
-from tests.runtime.spill.spill_driver import drive_spilling
+from tests.runtime.spill.spill_driver import drive_spilling, spill_files
 
 
 def _data(rows: int = 60_000, groups: int = 400) -> pa.Table:
@@ -111,8 +114,10 @@ def test_one_key_over_the_budget_names_the_key(tmp_path: Path) -> None:
 
 
 def test_window_without_partition_keys_fails_clearly(tmp_path: Path) -> None:
+    # a sliding frame over the whole input needs it all at once (whole-input ranking
+    # streams instead: test_ranking_over_the_whole_input_streams_over_sorted_rows)
     table = _data(rows=20_000)
-    node, batches = _window(table, [("row_number", [], "row_number()", T.INT64, [], None)])
+    node, batches = _window(table, [("max", ["id"], "max(id)", T.INT64, [], ROWS_AROUND)])
     with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
         drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
 
@@ -127,3 +132,135 @@ def test_literal_key_is_no_help_but_harmless(tmp_path: Path) -> None:
     spilled, _ = drive_spilling(window, table.to_batches(1000), budget="64kb", tmp=tmp_path)
     expected = duck("SELECT *, row_number() OVER (PARTITION BY p ORDER BY id) FROM t", t=table)
     assert_rows(spilled, expected)
+
+
+ROWS_UNBOUNDED = Frame("rows", FrameBound("unbounded_preceding"), FrameBound("current_row"))
+RANGE_UNBOUNDED = Frame("range", FrameBound("unbounded_preceding"), FrameBound("current_row"))
+ROWS_AROUND = Frame("rows", FrameBound("preceding", Literal(2, T.INT64)),
+                    FrameBound("following", Literal(1, T.INT64)))
+# calls with two different PARTITION BY key sets (p; o) and with three (p; o; r)
+TWO_KEY_SETS = [
+    ("row_number", [], "row_number()", T.INT64, ["p"], None),
+    ("dense_rank", [], "dense_rank()", T.INT64, ["o"], None),
+    ("sum", ["v"], "sum(v)", pa.decimal128(38, 2), ["o"], ROWS_UNBOUNDED),
+    ("lead", ["v"], "lead(v)", pa.decimal128(12, 2), ["p", "q"], None),
+]
+THREE_KEY_SETS = [
+    *TWO_KEY_SETS,
+    ("rank", [], "rank()", T.INT64, ["r"], None),
+    ("lag", ["id"], "lag(id)", T.INT64, ["r"], None),
+    ("count_star", [], "count(*)", T.INT64, ["o", "q"], RANGE_UNBOUNDED),
+    ("max", ["id"], "max(id)", T.INT64, ["r", "q"], ROWS_AROUND),
+]
+
+
+def _data_with_r(rows: int) -> pa.Table:
+    """``_data`` with a further key column r (83 values and NULLs)."""
+    table = _data(rows)
+    rng = np.random.default_rng(29)
+    return table.append_column("r", pa.array(rng.integers(0, 83, rows), pa.int64(),
+                                             mask=rng.random(rows) < 0.01))
+
+
+def _duck_frames(table: pa.Table, calls: list[tuple]) -> pa.Table:
+    selects = []
+    for _, _, sql, _, parts, frame in calls:
+        text = ""
+        if frame is ROWS_UNBOUNDED:
+            text = " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        elif frame is RANGE_UNBOUNDED:
+            text = " RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        elif frame is ROWS_AROUND:
+            text = " ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
+        partition = f"PARTITION BY {', '.join(parts)} " if parts else ""
+        selects.append(f"{sql} OVER ({partition}ORDER BY o ASC NULLS LAST, id{text})")
+    return duck(f"SELECT *, {', '.join(selects)} FROM t", t=table)
+
+
+@pytest.mark.parametrize("calls", [TWO_KEY_SETS, THREE_KEY_SETS], ids=["two", "three"])
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_calls_without_common_keys_spill_group_by_group(budget: str, rows: int,
+                                                        calls: list[tuple],
+                                                        tmp_path: Path) -> None:
+    # p, o and r have NULL keys; no key is common to all calls
+    table = _data_with_r(rows)
+    node, batches = _window(table, calls)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
+    assert_rows(spilled, _duck_frames(table, calls))
+
+
+def test_calls_without_common_keys_next_to_one_without_keys_fail_clearly(
+        tmp_path: Path) -> None:
+    table = _data(rows=20_000)
+    calls = [*TWO_KEY_SETS[:2], ("max", ["id"], "max(id)", T.INT64, [], ROWS_AROUND)]
+    node, batches = _window(table, calls)
+    with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
+        drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
+
+
+def test_a_group_key_over_the_budget_fails_and_close_deletes_every_run(tmp_path: Path) -> None:
+    # q has three values: its group (the first) cannot fit 64kb; p's group is still spilled
+    table = _data(rows=20_000)
+    calls = [("rank", [], "rank()", T.INT64, ["q"], None),
+             ("row_number", [], "row_number()", T.INT64, ["p"], None)]
+    node, batches = _window(table, calls)
+    context = OperatorContext("test", {"execution.batch-size": "1024"},
+                              MemoryBudget(parse_memory_budget("64kb", "budget")),
+                              SpillSpace([str(tmp_path)]))
+    operator = create_operator(node)
+    operator.open(context)
+    with pytest.raises(ResourceExhausted, match="key \\(0,\\).*execution.memory-budget"):
+        for batch in batches:
+            list(operator.process_batch(0, batch))
+        list(operator.end_input(0))
+    assert spill_files(tmp_path)  # p's group's runs are left for close
+    operator.close()
+    assert spill_files(tmp_path) == []
+    assert context.memory.used == 0
+
+
+# ranking over the whole input (no PARTITION BY), next to partitioned calls or alone
+WHOLE_INPUT_RANKING = [
+    ("row_number", [], "row_number()", T.INT64, [], None),
+    ("rank", [], "rank()", T.INT64, [], None),
+    ("dense_rank", [], "dense_rank()", T.INT64, [], None),
+]
+
+
+@pytest.mark.parametrize("calls", [WHOLE_INPUT_RANKING, [*WHOLE_INPUT_RANKING, *TWO_KEY_SETS]],
+                         ids=["alone", "with-partitioned"])
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_ranking_over_the_whole_input_streams_over_sorted_rows(budget: str, rows: int,
+                                                               calls: list[tuple],
+                                                               tmp_path: Path) -> None:
+    # o has 100 values and NULLs: peer groups span the sorted batches
+    table = _data_with_r(rows)
+    node, batches = _window(table, calls)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert_rows(spilled, _duck_frames(table, calls))
+
+
+def test_whole_input_ranking_by_peers_only(tmp_path: Path) -> None:
+    # ORDER BY o alone: large peer groups, so RANK and DENSE_RANK carry across batches
+    table = _data_with_r(20_000)
+    node, _ = leaf(table)
+    refs = {f.name: f.ref() for f in node.fields}
+    order = (SortKey(refs["o"], False, True),)
+    calls = tuple(WindowCall(name, (), (), order, None, T.INT64)
+                  for name in ("rank", "dense_rank"))
+    window = WindowExec(node, calls, tuple(Field.fresh(f"w{i}", T.INT64) for i in range(2)),
+                        1.0)
+    spilled, metrics = drive_spilling(window, table.to_batches(2048), budget="64kb",
+                                      tmp=tmp_path)
+    assert metrics["spilled_runs"] > 1
+    expected = duck("SELECT *, rank() OVER (ORDER BY o DESC NULLS FIRST), "
+                    "dense_rank() OVER (ORDER BY o DESC NULLS FIRST) FROM t", t=table)
+    assert_rows(spilled, expected)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
