@@ -26,20 +26,32 @@ from flowsql.runtime.operator import OperatorContext
 
 
 class DatagenScanOperator(DatagenSource):
-    """See the module docstring."""
+    """See the module docstring. Subclasses over another generator (``nexmark``) change
+    only :meth:`generator_table`, ``connector`` and ``bounded_by``."""
+
+    #: the connector's name, as the unbounded-table error says it
+    connector = "datagen"
+    #: what makes the table bounded, as the unbounded-table error says it
+    bounded_by = "'number-of-rows' (or sequence fields)"
 
     def __init__(self, node: TableScanExec) -> None:
-        super().__init__(DatagenTable(node.table.schema, node.table.options))
+        super().__init__(self.generator_table(node))
         self.node = node
-        names = self.table.schema.names
+        names = node.table.schema.names
         self._positions = [names.index(f.name) for f in node.fields]
+
+    @staticmethod
+    def generator_table(node: TableScanExec) -> DatagenTable:
+        """The generator the source deals chunks of (it reads only ``rows()``,
+        ``total_rows`` and ``rows_per_second``)."""
+        return DatagenTable(node.table.schema, node.table.options)
 
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         mode = SettingValues(context.settings).string("execution.runtime-mode")
         if self.table.total_rows is None and mode != "streaming":
-            raise ExecutionError(f"datagen table '{self.node.table.name}' is unbounded; set "
-                                 "'number-of-rows' (or sequence fields) to query it in batch "
+            raise ExecutionError(f"{self.connector} table '{self.node.table.name}' is "
+                                 f"unbounded; set {self.bounded_by} to query it in batch "
                                  "mode, or SET 'execution.runtime-mode' = 'streaming'")
 
     def produce(self) -> Iterator[pa.RecordBatch]:
