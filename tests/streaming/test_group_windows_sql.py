@@ -77,8 +77,9 @@ def test_streaming_session_drops_a_late_row(late: Path) -> None:
                              ("b", 25, 31, 2, 12))
 
 
-@pytest.mark.parametrize("parallelism", [1, 2])
-def test_streaming_late_rows_as_the_tvf_form(late: Path, parallelism: int) -> None:
-    """Whatever is late at a parallelism is late for both spellings alike."""
-    session = session_over(late, "streaming", parallelism)
+def test_streaming_late_rows_as_the_tvf_form(late: Path) -> None:
+    """Whatever is late is late for both spellings alike. At parallelism 1 only: with two
+    source subtasks, which rows arrive behind the watermark depends on how the subtasks'
+    batches interleave, which differs from one run to the next."""
+    session = session_over(late, "streaming", 1)
     assert rows(session, LATE_SESSION[0]) == rows(session, LATE_SESSION[1])
