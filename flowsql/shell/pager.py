@@ -9,9 +9,10 @@ import shutil
 from typing import TYPE_CHECKING
 
 from prompt_toolkit.application import Application
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
+
+from flowsql.shell.scrolling import scrolling_keys
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
@@ -42,24 +43,7 @@ def page(text: str, *, input: Input | None = None, output: Output | None = None)
         last = min(len(lines), offset[0] + height())
         return f" lines {offset[0] + 1}-{last} of {len(lines)} | q: quit"
 
-    bindings = KeyBindings()
-
-    @bindings.add("q")
-    @bindings.add("c-c")
-    def _leave(event: KeyPressEvent) -> None:
-        event.app.exit()
-
-    def scroll(by: int) -> None:
-        offset[0] = max(0, offset[0] + by)
-
-    bindings.add("down")(lambda event: scroll(1))
-    bindings.add("enter")(lambda event: scroll(1))
-    bindings.add("up")(lambda event: scroll(-1))
-    bindings.add("pagedown")(lambda event: scroll(height()))
-    bindings.add("space")(lambda event: scroll(height()))
-    bindings.add("pageup")(lambda event: scroll(-height()))
-    bindings.add("home")(lambda event: scroll(-len(lines)))
-    bindings.add("end")(lambda event: scroll(len(lines)))
+    bindings = scrolling_keys(offset, height)
     app: Application[None] = Application(
         layout=Layout(HSplit([Window(FormattedTextControl(visible), wrap_lines=False),
                               Window(FormattedTextControl(status), height=1,

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from prompt_toolkit.application import Application
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
 from flowsql.errors import FlowSQLError
 from flowsql.render import render_table
 from flowsql.shell.result_views import MaterializedResult
+from flowsql.shell.scrolling import scrolling_keys
 
 if TYPE_CHECKING:
     from prompt_toolkit.input import Input
@@ -132,22 +132,7 @@ def run_table_view(changelog: Any, schema: pa.Schema, *, refresh_s: float = 0.5,
         parts += [state, "q: quit"]
         return " " + " | ".join(parts)
 
-    bindings = KeyBindings()
-
-    @bindings.add("q")
-    @bindings.add("c-c")
-    def _leave(event: KeyPressEvent) -> None:
-        event.app.exit()
-
-    def scroll(by: int) -> None:
-        offset[0] = max(0, offset[0] + by)
-
-    bindings.add("down")(lambda event: scroll(1))
-    bindings.add("up")(lambda event: scroll(-1))
-    bindings.add("pagedown")(lambda event: scroll(body_height() - 2))
-    bindings.add("pageup")(lambda event: scroll(2 - body_height()))
-    bindings.add("home")(lambda event: scroll(-(10**9)))
-    bindings.add("end")(lambda event: scroll(10**9))
+    bindings = scrolling_keys(offset, lambda: body_height() - 2)
 
     layout = Layout(HSplit([
         Window(FormattedTextControl(body), wrap_lines=False),
