@@ -1,16 +1,16 @@
 """What ``help``, ``HELP;`` and ``\\?`` print: the shell's commands and the statements.
 
-One text, kept beside the words that ask for it so the interpreter, the completer and the
-docs name the same commands. Statement forms are those the parser reads
-(``flowsql.sql.statement_parser`` and ``function_statements``).
+One text, so the interpreter, the completer and the docs name the same commands. Statement
+forms are those the parser reads (``flowsql.sql.statement_parser`` and the Flink statement
+grammar).
 """
 
 from __future__ import annotations
 
-__all__ = ["HELP_TEXT", "HELP_WORDS", "META_COMMANDS", "is_help_request"]
+__all__ = ["HELP_TEXT", "META_COMMANDS"]
 
-#: what asks for help: ``\?`` and the word ``help`` (any case, with or without ``;``)
-HELP_WORDS = ("\\?", "help", "\\h")
+# what asks for help (help, HELP;, \?, \h) or to quit is the client_command rule of
+# the Flink statement grammar (flowsql/sql/flink_statements.lark)
 
 #: the meta-commands with what they do; the completer offers these after a ``\``
 META_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -55,8 +55,3 @@ Commands:
 {_table(META_COMMANDS)}
 Ctrl-C cancels the current input or the running statement."""
 
-
-def is_help_request(text: str) -> bool:
-    """True for ``help``, ``HELP;``, ``\\?`` (and ``\\h``): surrounding space, case and
-    trailing ``;`` ignored."""
-    return text.strip().rstrip(";").strip().lower() in HELP_WORDS

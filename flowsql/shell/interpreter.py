@@ -28,18 +28,17 @@ from flowsql.render import (
     render_table,
     row_count_footer,
 )
-from flowsql.shell.help import HELP_TEXT, is_help_request
+from flowsql.shell.help import HELP_TEXT
 from flowsql.shell.open_statement_set import inside_statement_set
 from flowsql.shell.pager import needs_paging
 from flowsql.shell.result_views import result_mode
 from flowsql.shell.statement_buffer import is_blank, statement_complete
+from flowsql.sql.flink_statements import client_command
 
 if TYPE_CHECKING:
     from flowsql.session import Result, Session
 
 __all__ = ["HELP_TEXT", "Interpreter"]
-
-QUIT_WORDS = ("\\q", "quit", "exit")
 
 
 class Interpreter:
@@ -58,9 +57,8 @@ class Interpreter:
 
     @staticmethod
     def is_meta_command(text: str) -> bool:
-        stripped = text.strip()
-        return (stripped.startswith("\\") or is_help_request(stripped)
-                or stripped.rstrip(";").strip().lower() in QUIT_WORDS)
+        """HELP, QUIT and EXIT (the grammar's client commands) and the backslash commands."""
+        return text.strip().startswith("\\") or client_command(text) is not None
 
     def ready(self, text: str) -> bool:
         """Should Enter submit ``text``? Yes for a meta-command, for blank input (to get a
@@ -167,9 +165,10 @@ class Interpreter:
     def _meta(self, command: str) -> bool:
         name, _, argument = command.partition(" ")
         argument = argument.strip()
-        if command.lower() in QUIT_WORDS:
+        asked = client_command(command)
+        if asked == "quit":
             return False
-        if is_help_request(command):
+        if asked == "help":
             self.write(HELP_TEXT + "\n")
         elif name == "\\d":
             self._run(f"DESCRIBE {argument}" if argument else "SHOW TABLES")

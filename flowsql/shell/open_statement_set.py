@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flowsql.errors import FlowSQLError
 from flowsql.sql.statement_parser import split_statements
-from flowsql.sql.statement_set import statement_set_opening
+from flowsql.sql.statement_set import statement_set_end, statement_set_opening
 
 __all__ = ["inside_statement_set"]
 
@@ -20,7 +20,7 @@ def inside_statement_set(text: str) -> bool:
     inside = False
     for piece in pieces:
         if inside:
-            inside = [t.text.upper() for t in piece[2]] != ["END"]
+            inside = not statement_set_end(text, piece)
         else:
             inside = statement_set_opening(text, piece) is not None
     return inside

@@ -6,7 +6,6 @@ statement is blanked (newlines kept), so line:col in errors refer to the user's 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -177,11 +176,14 @@ def script_tokens(text: str) -> list[Token]:
     return _tokens(text)
 
 
+def _blank(s: str) -> str:
+    """``s`` as spaces, its newlines kept (so line:col after it stay the same)."""
+    return "\n".join(" " * len(line) for line in s.split("\n"))
+
+
 def _mask(text: str, start: int, end: int) -> str:
     """Keep text[start:end]; blank everything else except newlines."""
-    def blank(s: str) -> str:
-        return re.sub(r"[^\n]", " ", s)
-    return blank(text[:start]) + text[start:end] + blank(text[end:])
+    return _blank(text[:start]) + text[start:end] + _blank(text[end:])
 
 
 def split_statements(text: str) -> list[tuple[int, int, list[Token]]]:
@@ -225,19 +227,61 @@ def _upper_words(tokens: list[Token], n: int) -> list[str]:
     return [t.text.upper() for t in tokens[:n]]
 
 
-_SET_RE = re.compile(r"^\s*SET\s+(?:'([^']*)'|([\w.\-]+))\s*=\s*(?:'((?:[^']|'')*)'|(\S+?))\s*$",
-                     re.IGNORECASE | re.DOTALL)
+def statement_tokens(text: str, start: int, end: int) -> list[Token]:
+    """The tokens of the statement ``text[start:end]`` (offsets in ``text``). The tokenizer
+    reads a command word (SHOW, EXECUTE, EXPLAIN) as swallowing the rest of the statement
+    as one token; here the rest is read as tokens too."""
+    tokens = [t for t in _tokens(_mask(text, start, end)) if t.token_type != TokenType.SEMICOLON]
+    if len(tokens) > 1 and tokens[0].token_type in _COMMANDS:
+        return [tokens[0], *statement_tokens(text, tokens[0].end + 1, end)]
+    return tokens
+
+
+_COMMANDS = sqlglot.Dialect.get_or_raise(DIALECT).tokenizer_class.COMMANDS
+
+
+def _code(piece: str) -> str:
+    """``piece`` (one statement) with its comments blanked, newlines kept: what is left
+    are the tokens, where the tokenizer found them."""
+    kept: list[str] = []
+    done = 0
+    for start, end in _token_spans(piece):
+        kept += [_blank(piece[done:start]), piece[start:end]]
+        done = end
+    return "".join([*kept, _blank(piece[done:])])
+
+
+def _token_spans(piece: str, offset: int = 0) -> list[tuple[int, int]]:
+    tokens = _tokens(piece[offset:])
+    if len(tokens) > 1 and tokens[0].token_type in _COMMANDS:
+        # the rest was swallowed as one token: read it again
+        first = (offset + tokens[0].start, offset + tokens[0].end + 1)
+        return [first, *_token_spans(piece, offset + tokens[0].end + 1)]
+    return [(offset + t.start, offset + t.end + 1) for t in tokens]
+
+
+def read_flink_statement(text: str, start: int, end: int, tokens: list[Token]
+                         ) -> Statement | None:
+    """The statement text[start:end] when the Flink statement grammar owns it
+    (``flink_statements.lark``: SET, SHOW, STOP JOB, ...), None when it is sqlglot's."""
+    from flowsql.sql.flink_statements import read_statement, statement_heads
+
+    first = tokens[0] if tokens else None
+    if first is None or first.token_type in (TokenType.STRING, TokenType.IDENTIFIER) or \
+            first.text.upper() not in statement_heads():
+        return None
+    return read_statement(text, start, end, _code(text[start:end]), first.text.upper())
 
 
 def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Statement:
     """Parse one statement spanning text[start:end]."""
+    flink = read_flink_statement(text, start, end, tokens)
+    if flink is not None:
+        return flink
     words = _upper_words(tokens, 3)
     head = words[0] if words else ""
     if head == "EXPLAIN" and tokens[0].token_type == TokenType.COMMAND:
-        # The tokenizer reads EXPLAIN as a command swallowing the rest: tokenize the rest.
-        rest = [t for t in _tokens(_mask(text, tokens[0].end + 1, end))
-                if t.token_type != TokenType.SEMICOLON]
-        tokens = [tokens[0], *rest]
+        tokens = statement_tokens(text, start, end)
         words = _upper_words(tokens, 3)
     if head == "EXPLAIN":
         mode, skip = "plan", 1
@@ -261,75 +305,8 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
             raise SqlSyntaxError("EXPLAIN needs a query", tokens[0].line, tokens[0].col, text)
         ast = _parse_ast(text, tokens[skip].start, end)
         return ExplainStatement(text, start, end, ast=ast, mode=mode, estimates=estimates)
-    if head == "SHOW":
-        shown = _show_statement(text, start, end, tokens)
-        if shown is not None:
-            return shown
-    if head in ("CREATE", "DROP"):
-        from flowsql.sql.function_statements import (
-            is_function_statement,
-            parse_function_statement,
-        )
-        if is_function_statement(tokens):
-            return parse_function_statement(text, start, end, tokens)
-    if head == "STOP" and words[1:2] == ["JOB"]:
-        return _stop_job(text, start, end, tokens)
-    if head == "ANALYZE":
-        return _analyze(text, start, end, tokens)
-    if head in ("DESCRIBE", "DESC") and words[1:2] == ["JOB"] and len(tokens) > 2:
-        return _describe_job(text, start, end, tokens)
-    if head in ("DESCRIBE", "DESC"):
-        rest, extended = tokens[1:], False
-        # Spark's DESCRIBE [TABLE] EXTENDED t; a lone word is the table's name
-        if len(rest) > 2 and [t.text.upper() for t in rest[:2]] == ["TABLE", "EXTENDED"]:
-            rest, extended = rest[2:], True
-        elif len(rest) > 1 and rest[0].text.upper() == "EXTENDED" and \
-                rest[0].token_type != TokenType.IDENTIFIER:
-            rest, extended = rest[1:], True
-        name = "".join(t.text for t in rest).strip('"`')
-        return DescribeStatement(text, start, end, name=name, extended=extended)
-    if head == "RESET":
-        key = "".join(t.text for t in tokens[1:]).strip("'") or None
-        return SetStatement(text, start, end, key=key, reset=True)
-    if head == "SET":
-        if len(tokens) == 1:
-            return SetStatement(text, start, end)
-        m = _SET_RE.match(text[start:end])
-        if not m:
-            raise SqlSyntaxError("expected SET 'key' = 'value'", tokens[0].line, 1, text)
-        key = m.group(1) if m.group(1) is not None else m.group(2)
-        value = m.group(3).replace("''", "'") if m.group(3) is not None else m.group(4)
-        return SetStatement(text, start, end, key=key, value=value)
     ast = _parse_ast(text, start, end)
     return _from_ast(text, start, end, ast)
-
-
-#: SHOW statements by the words after SHOW
-_SHOW_STATEMENTS: dict[tuple[str, ...], type[Statement]] = {
-    ("TABLES",): ShowTablesStatement,
-    ("JOBS",): ShowJobsStatement,
-}
-
-
-def _show_statement(text: str, start: int, end: int, tokens: list[Token]) -> Statement | None:
-    """``SHOW TABLES`` or ``SHOW JOBS`` (any case, comments allowed); None for another
-    SHOW, which the SQL parser then reports. The tokenizer reads SHOW as a command and
-    swallows the rest as one string token, so the rest is tokenized on its own."""
-    rest = [t for t in _tokens(_mask(text, tokens[0].end + 1, end))
-            if t.token_type != TokenType.SEMICOLON]
-    # a quoted word ("JOBS", 'JOBS') is a name or a string, not the keyword
-    words = [t.text.upper() if t.token_type == TokenType.VAR else "" for t in rest]
-    statement = _SHOW_STATEMENTS.get(tuple(words))
-    if statement is not None:
-        return statement(text, start, end)
-    from flowsql.sql.function_statements import show_functions
-    functions = show_functions(text, start, end, words)
-    if functions is not None:
-        return functions
-    if words[:1] == ["JOBS"]:
-        raise SqlSyntaxError("SHOW JOBS takes no arguments",
-                             *text_position(text, rest[1].start), text)
-    return None
 
 
 @dataclass(frozen=True)
@@ -337,110 +314,6 @@ class DescribeJobStatement(Statement):
     """``DESCRIBE JOB '<id>'`` (Flink SQL): one job's SHOW JOBS row and its operators."""
 
     job_id: str = ""
-
-
-def _describe_job(text: str, start: int, end: int, tokens: list[Token]
-                  ) -> DescribeJobStatement:
-    job = tokens[2]
-    if job.token_type != TokenType.STRING or len(tokens) > 3:
-        raise SqlSyntaxError("expected DESCRIBE JOB '<id>'", job.line,
-                             job.col - len(job.text) + 1, text)
-    return DescribeJobStatement(text, start, end, job_id=job.text)
-
-
-_STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"
-
-
-def _stop_job(text: str, start: int, end: int, tokens: list[Token]) -> StopJobStatement:
-    """``STOP JOB`` (see ``StopJobStatement``); an error points at the first token that
-    does not fit, or just after the statement when something is missing."""
-    def error(message: str, at: int) -> SqlSyntaxError:
-        return SqlSyntaxError(f"{message}: {_STOP_JOB_FORM}", *text_position(text, at), text)
-
-    def word(index: int) -> str | None:
-        token = tokens[index] if index < len(tokens) else None
-        if token is None or token.token_type == TokenType.STRING:
-            return None
-        return token.text.upper()
-
-    def at(index: int) -> int:
-        return tokens[index].start if index < len(tokens) else tokens[-1].end + 1
-
-    if len(tokens) < 3 or tokens[2].token_type != TokenType.STRING:
-        raise error("STOP JOB needs the job id as a string", at(2))
-    job_id = tokens[2].text
-    index, savepoint, directory, drain = 3, False, None, False
-    if word(index) == "WITH" and word(index + 1) == "SAVEPOINT":
-        savepoint, index = True, index + 2
-        if index < len(tokens) and tokens[index].token_type == TokenType.STRING:
-            directory, index = tokens[index].text, index + 1
-            if not directory:
-                raise error("the savepoint directory is empty", tokens[index - 1].start)
-    if word(index) == "WITH" and word(index + 1) == "DRAIN":
-        drain, index = True, index + 2
-    if index < len(tokens):
-        expected = ("WITH DRAIN" if savepoint else "WITH SAVEPOINT or WITH DRAIN")
-        if word(index) == "WITH" and word(index + 1) == "SAVEPOINT" and drain:
-            raise error("WITH SAVEPOINT comes before WITH DRAIN", at(index))
-        raise error(f"expected {expected} or the end of the statement" if not drain
-                    else "expected the end of the statement", at(index))
-    return StopJobStatement(text, start, end, job_id=job_id, savepoint=savepoint,
-                            directory=directory, drain=drain)
-
-
-_ANALYZE_FORM = ("ANALYZE TABLE <name> [COMPUTE STATISTICS [NOSCAN | FOR COLUMNS <column>, "
-                 "... | FOR ALL COLUMNS]]")
-
-#: tokens that cannot be a table or column name
-_NOT_A_NAME = {TokenType.COMMA, TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN,
-               TokenType.R_PAREN, TokenType.DOT, TokenType.STAR}
-
-
-def _analyze(text: str, start: int, end: int, tokens: list[Token]) -> AnalyzeStatement:
-    """``ANALYZE TABLE`` (see ``AnalyzeStatement``); an error points at the first token that
-    does not fit, or just after the statement when something is missing."""
-    def error(message: str, index: int) -> SqlSyntaxError:
-        at = tokens[index].start if index < len(tokens) else tokens[-1].end + 1
-        return SqlSyntaxError(f"{message}: {_ANALYZE_FORM}", *text_position(text, at), text)
-
-    def word(index: int) -> str | None:
-        if index >= len(tokens) or tokens[index].token_type == TokenType.IDENTIFIER:
-            return None
-        return tokens[index].text.upper()
-
-    def name(index: int, what: str) -> str:
-        if index >= len(tokens) or tokens[index].token_type in _NOT_A_NAME:
-            raise error(f"ANALYZE TABLE needs a {what} name", index)
-        return tokens[index].text
-
-    if word(1) != "TABLE":
-        raise error("expected TABLE after ANALYZE", 1)
-    table = name(2, "table")
-    index, columns, noscan = 3, None, False
-    column_at: list[int] = []
-    if index < len(tokens):
-        if word(index) != "COMPUTE" or word(index + 1) != "STATISTICS":
-            raise error("expected COMPUTE STATISTICS", index)
-        index += 2
-    if word(index) == "NOSCAN":
-        noscan, index = True, index + 1
-    elif word(index) == "FOR" and word(index + 1) == "ALL" and word(index + 2) == "COLUMNS":
-        index += 3
-    elif word(index) == "FOR" and word(index + 1) == "COLUMNS":
-        index += 2
-        names = [name(index, "column")]
-        column_at.append(tokens[index].start)
-        index += 1
-        while index < len(tokens) and tokens[index].token_type == TokenType.COMMA:
-            names.append(name(index + 1, "column"))
-            column_at.append(tokens[index + 1].start)
-            index += 2
-        columns = tuple(names)
-    if index < len(tokens):
-        raise error("expected NOSCAN, FOR COLUMNS, FOR ALL COLUMNS or the end of the "
-                    "statement", index)
-    return AnalyzeStatement(text, start, end, table=table, columns=columns, noscan=noscan,
-                            table_at=tokens[2].start, column_at=tuple(column_at))
 
 
 def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement:
@@ -466,8 +339,6 @@ def _from_ast(text: str, start: int, end: int, ast: exp.Expression) -> Statement
             target = ast.this if ast.this is not None else ast.args["tables"][0]
             return DropStatement(text, start, end, kind=kind, name=target.name,
                                  if_exists=bool(ast.args.get("exists")))
-    if isinstance(ast, exp.Describe):
-        return DescribeStatement(text, start, end, name=ast.this.name)
     if isinstance(ast, exp.Query | exp.Values):
         return QueryStatement(text, start, end, ast=ast)
     if isinstance(ast, exp.Insert) and isinstance(ast.expression, exp.Query | exp.Values):
@@ -650,6 +521,21 @@ class StatementSetStatement(Statement):
     inserts: tuple[InsertStatement, ...] = ()
 
 
+@dataclass(frozen=True)
+class StatementSetOpening(Statement):
+    """``BEGIN STATEMENT SET`` or ``EXECUTE STATEMENT SET BEGIN [first statement]``: only
+    while a script is grouped into statements (``statement_set.py``), never run alone.
+    ``first_at`` is the offset of the first statement of the set when it shares the
+    opening's piece (the EXECUTE form), else None."""
+
+    first_at: int | None = None
+
+
+@dataclass(frozen=True)
+class StatementSetEnd(Statement):
+    """The ``END`` of a statement set (see :class:`StatementSetOpening`)."""
+
+
 def parse_statements(text: str) -> list[Statement]:
     """Every statement of a ``;``-separated script; the statements of a statement set
     (from its BEGIN to its END) make one :class:`StatementSetStatement`."""
@@ -668,4 +554,9 @@ def parse_one(text: str) -> Statement:
         raise SqlSyntaxError("only one statement expected here; use run_script for several",
                              tok.line, tok.col - len(tok.text) + 1, text)
     s, e, toks = parts[0]
-    return parse_statement(text, s, e, toks)
+    statement = parse_statement(text, s, e, toks)
+    if isinstance(statement, StatementSetOpening | StatementSetEnd):
+        raise SqlSyntaxError("a statement set spans several statements (BEGIN STATEMENT SET; "
+                             "INSERT INTO ...; END): run it as a script",
+                             *text_position(text, s), text)
+    return statement

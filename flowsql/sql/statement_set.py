@@ -1,6 +1,7 @@
 """Statement sets in a script: ``EXECUTE STATEMENT SET BEGIN stmt; stmt; END`` and
 ``BEGIN STATEMENT SET; stmt; stmt; END`` (Flink SQL) span several ``;``-separated pieces;
-this groups those pieces into one :class:`StatementSetStatement` of INSERTs.
+this groups those pieces into one :class:`StatementSetStatement` of INSERTs. The opening
+and the END are statements of the Flink statement grammar (``flink_statements.lark``).
 """
 
 from __future__ import annotations
@@ -9,37 +10,46 @@ from collections.abc import Callable
 
 from sqlglot.tokens import Token
 
-from flowsql.errors import SqlSyntaxError
+from flowsql.errors import FlowSQLError, SqlSyntaxError
 from flowsql.sql.statement_parser import (
     InsertStatement,
     Statement,
+    StatementSetEnd,
+    StatementSetOpening,
     StatementSetStatement,
-    _mask,
-    _tokens,
+    read_flink_statement,
+    statement_tokens,
 )
+from flowsql.sql.syntax_errors import position
 
-__all__ = ["group_statement_sets", "statement_set_opening"]
+__all__ = ["group_statement_sets", "statement_set_end", "statement_set_opening"]
 
 Piece = tuple[int, int, list[Token]]
 Parse = Callable[[str, int, int, list[Token]], Statement]
 
 
-def _words(tokens: list[Token], n: int) -> list[str]:
-    return [t.text.upper() for t in tokens[:n]]
+def _flink_statement(text: str, piece: Piece) -> Statement | None:
+    try:
+        return read_flink_statement(text, *piece)
+    except FlowSQLError:
+        return None
 
 
-def statement_set_opening(text: str, piece: Piece) -> list[Token] | None:
-    """For a piece opening a statement set: the tokens of the first statement inside it
-    (empty for ``BEGIN STATEMENT SET``); None for any other piece."""
-    start, end, tokens = piece
-    if _words(tokens, 3) == ["BEGIN", "STATEMENT", "SET"] and len(tokens) == 3:
-        return []
-    if _words(tokens, 1) == ["EXECUTE"]:
-        # the tokenizer reads EXECUTE as a command swallowing the rest: tokenize the rest
-        rest = _tokens(_mask(text, tokens[0].end + 1, end))
-        if _words(rest, 3) == ["STATEMENT", "SET", "BEGIN"]:
-            return rest[3:]
-    return None
+def statement_set_opening(text: str, piece: Piece) -> StatementSetOpening | None:
+    """The opening of a statement set when ``piece`` is one; None for any other piece,
+    also for one that does not parse (this never raises: the shell asks it of text being
+    typed)."""
+    statement = _flink_statement(text, piece)
+    return statement if isinstance(statement, StatementSetOpening) else None
+
+
+def statement_set_end(text: str, piece: Piece) -> bool:
+    """Whether ``piece`` is the END of a statement set (never raises)."""
+    return isinstance(_flink_statement(text, piece), StatementSetEnd)
+
+
+def _error(message: str, text: str, at: int) -> SqlSyntaxError:
+    return SqlSyntaxError(message, *position(text, at), text)
 
 
 def group_statement_sets(text: str, pieces: list[Piece], parse: Parse) -> list[Statement]:
@@ -49,32 +59,35 @@ def group_statement_sets(text: str, pieces: list[Piece], parse: Parse) -> list[S
     index = 0
     while index < len(pieces):
         start, end, tokens = pieces[index]
-        first = statement_set_opening(text, pieces[index])
         index += 1
-        if first is None:
-            out.append(parse(text, start, end, tokens))
+        opening = parse(text, start, end, tokens)
+        if isinstance(opening, StatementSetEnd):
+            raise _error("END closes no statement set (BEGIN STATEMENT SET; INSERT INTO ...; "
+                         "END)", text, start)
+        if not isinstance(opening, StatementSetOpening):
+            out.append(opening)
             continue
-        members = [(first[0].start, end, first)] if first else []
+        members: list[Piece] = []
+        if opening.first_at is not None:
+            first_tokens = statement_tokens(text, opening.first_at, end)
+            members.append((opening.first_at, end, first_tokens))
         closed = None
         while index < len(pieces):
             piece = pieces[index]
             index += 1
-            if _words(piece[2], 2) == ["END"]:
+            if statement_set_end(text, piece):
                 closed = piece
                 break
             members.append(piece)
         if closed is None:
-            raise SqlSyntaxError("the statement set has no END", tokens[0].line,
-                                 tokens[0].col - len(tokens[0].text) + 1, text)
+            raise _error("the statement set has no END", text, start)
         inserts = []
         for s, e, toks in members:
             statement = parse(text, s, e, toks)
             if not isinstance(statement, InsertStatement):
-                raise SqlSyntaxError("only INSERT INTO statements belong in a statement set",
-                                     toks[0].line, toks[0].col - len(toks[0].text) + 1, text)
+                raise _error("only INSERT INTO statements belong in a statement set", text, s)
             inserts.append(statement)
         if not inserts:
-            raise SqlSyntaxError("the statement set has no INSERT INTO statement",
-                                 tokens[0].line, tokens[0].col - len(tokens[0].text) + 1, text)
+            raise _error("the statement set has no INSERT INTO statement", text, start)
         out.append(StatementSetStatement(text, start, closed[1], inserts=tuple(inserts)))
     return out
