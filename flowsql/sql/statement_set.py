@@ -67,27 +67,28 @@ def group_statement_sets(text: str, pieces: list[Piece], parse: Parse) -> list[S
         if not isinstance(opening, StatementSetOpening):
             out.append(opening)
             continue
-        members: list[Piece] = []
+        members: list[tuple[int, Statement]] = []
         if opening.first_at is not None:
             first_tokens = statement_tokens(text, opening.first_at, end)
-            members.append((opening.first_at, end, first_tokens))
+            members.append((opening.first_at,
+                            parse(text, opening.first_at, end, first_tokens)))
         closed = None
         while index < len(pieces):
-            piece = pieces[index]
+            s, e, toks = pieces[index]
             index += 1
-            if statement_set_end(text, piece):
-                closed = piece
+            member = parse(text, s, e, toks)
+            if isinstance(member, StatementSetEnd):
+                closed = e
                 break
-            members.append(piece)
+            members.append((s, member))
         if closed is None:
             raise _error("the statement set has no END", text, start)
         inserts = []
-        for s, e, toks in members:
-            statement = parse(text, s, e, toks)
+        for at, statement in members:
             if not isinstance(statement, InsertStatement):
-                raise _error("only INSERT INTO statements belong in a statement set", text, s)
+                raise _error("only INSERT INTO statements belong in a statement set", text, at)
             inserts.append(statement)
         if not inserts:
             raise _error("the statement set has no INSERT INTO statement", text, start)
-        out.append(StatementSetStatement(text, start, closed[1], inserts=tuple(inserts)))
+        out.append(StatementSetStatement(text, start, closed, inserts=tuple(inserts)))
     return out
