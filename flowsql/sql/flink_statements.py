@@ -2,7 +2,8 @@
 
 ``flink_statements.lark`` holds SET/RESET, SHOW TABLES/JOBS/[USER] FUNCTIONS, STOP JOB,
 DESCRIBE [JOB], ANALYZE TABLE, CREATE/DROP FUNCTION, the openings and END of statement
-sets, and the SQL client's HELP/QUIT. sqlglot stays the parser of queries, DDL and DML:
+sets, EXPLAIN's options (the statement explained is sqlglot's) and the SQL client's
+HELP/QUIT. sqlglot stays the parser of queries, DDL and DML:
 :func:`read_statement` answers None for every statement the grammar does not own, and the
 caller hands those to sqlglot.
 
@@ -41,6 +42,7 @@ from flowsql.sql.statement_parser import (
     AnalyzeStatement,
     DescribeJobStatement,
     DescribeStatement,
+    ExplainStatement,
     SetStatement,
     ShowJobsStatement,
     ShowTablesStatement,
@@ -48,6 +50,7 @@ from flowsql.sql.statement_parser import (
     StatementSetEnd,
     StatementSetOpening,
     StopJobStatement,
+    parse_ast,
 )
 from flowsql.sql.syntax_errors import position as text_position
 
@@ -75,6 +78,7 @@ _FORMS = {
     "BEGIN": _STATEMENT_SET_FORM,
     "EXECUTE": "EXECUTE STATEMENT SET BEGIN INSERT INTO ...; ...; END",
     "END": _STATEMENT_SET_FORM,
+    "EXPLAIN": "EXPLAIN [(COSTS ON|OFF)] [VERBOSE | ANALYZE | MEMO | PYSPARK | PLAN FOR] <query>",
 }
 
 #: hints for errors where the accepted terminals alone would read poorly: each is used for
@@ -106,6 +110,9 @@ _HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("expected the end of the statement or LANGUAGE <language>",
      ("CREATE FUNCTION f AS 'm.f' x",)),
     ("expected the setting's value after '='", ("SET a =",)),
+    ("EXPLAIN needs a query", ("EXPLAIN", "EXPLAIN VERBOSE", "EXPLAIN (COSTS OFF)",
+                               "EXPLAIN (COSTS OFF) VERBOSE")),
+    ("expected EXPLAIN (COSTS ON|OFF) <query>", ("EXPLAIN (COSTS", "EXPLAIN (COSTS OFF",)),
 )
 
 #: what the parser's terminals are called in messages (keywords are their own words)
@@ -448,3 +455,24 @@ class _ToStatement(Transformer):  # type: ignore[type-arg]
 
     def end_statement_set(self, _: list[Any]) -> Statement:
         return self._statement(StatementSetEnd)
+
+    # EXPLAIN
+
+    def explain(self, children: list[Any]) -> Statement:
+        costs, mode, explained = children
+        estimates = costs is None or costs
+        word = "plan" if mode is None or mode.type == "PLAN_FOR" else str(mode).lower()
+        if not estimates and word not in ("plan", "verbose"):
+            raise self._error(f"COSTS OFF does not apply to EXPLAIN {str(mode).upper()}",
+                              mode, _FORMS["EXPLAIN"])
+        ast = parse_ast(self.text, self.start + (explained.start_pos or 0), self.end)
+        return self._statement(ExplainStatement, ast=ast, mode=word, estimates=estimates)
+
+    def costs(self, children: list[Token]) -> bool:
+        return str(children[0]).upper() == "ON"
+
+    def costs_switch(self, children: list[Token]) -> Token:
+        return children[0]
+
+    def explain_mode(self, children: list[Token]) -> Token:
+        return children[0]

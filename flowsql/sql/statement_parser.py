@@ -202,7 +202,9 @@ def split_statements(text: str) -> list[tuple[int, int, list[Token]]]:
     return out
 
 
-def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
+def parse_ast(text: str, start: int, end: int) -> exp.Expression:
+    """sqlglot's tree of the one statement text[start:end]; SqlSyntaxError (line:col of
+    ``text``) when it does not parse."""
     masked = _mask(text, start, end)
     tokens = _tokens(masked)
     for check in (unbalanced_parenthesis_error, dangling_keyword_error):
@@ -221,10 +223,6 @@ def _parse_ast(text: str, start: int, end: int) -> exp.Expression:
     if len(statements) != 1:
         raise SqlSyntaxError("expected exactly one statement", None, None, text)
     return cast(exp.Expression, statements[0])
-
-
-def _upper_words(tokens: list[Token], n: int) -> list[str]:
-    return [t.text.upper() for t in tokens[:n]]
 
 
 def statement_tokens(text: str, start: int, end: int) -> list[Token]:
@@ -263,7 +261,8 @@ def _token_spans(piece: str, offset: int = 0) -> list[tuple[int, int]]:
 def read_flink_statement(text: str, start: int, end: int, tokens: list[Token]
                          ) -> Statement | None:
     """The statement text[start:end] when the Flink statement grammar owns it
-    (``flink_statements.lark``: SET, SHOW, STOP JOB, ...), None when it is sqlglot's."""
+    (``flink_statements.lark``: SET, SHOW, STOP JOB, EXPLAIN's options, ...), None when it
+    is sqlglot's."""
     from flowsql.sql.flink_statements import read_statement, statement_heads
 
     first = tokens[0] if tokens else None
@@ -278,34 +277,7 @@ def parse_statement(text: str, start: int, end: int, tokens: list[Token]) -> Sta
     flink = read_flink_statement(text, start, end, tokens)
     if flink is not None:
         return flink
-    words = _upper_words(tokens, 3)
-    head = words[0] if words else ""
-    if head == "EXPLAIN" and tokens[0].token_type == TokenType.COMMAND:
-        tokens = statement_tokens(text, start, end)
-        words = _upper_words(tokens, 3)
-    if head == "EXPLAIN":
-        mode, skip = "plan", 1
-        estimates = True
-        if words[1:2] == ["("] and len(tokens) > 4 and tokens[2].text.upper() == "COSTS":
-            # EXPLAIN (COSTS OFF): PostgreSQL's option to leave estimates out
-            if tokens[3].text.upper() not in ("ON", "OFF") or tokens[4].text != ")":
-                raise SqlSyntaxError("expected EXPLAIN (COSTS ON|OFF) <query>",
-                                     tokens[2].line, tokens[2].col, text)
-            estimates = tokens[3].text.upper() == "ON"
-            tokens = [tokens[0], *tokens[5:]]
-            words = _upper_words(tokens, 3)
-        if len(words) > 1 and words[1] in ("VERBOSE", "MEMO", "PYSPARK", "ANALYZE"):
-            mode, skip = words[1].lower(), 2
-            if not estimates and mode != "verbose":
-                raise SqlSyntaxError(f"COSTS OFF does not apply to EXPLAIN {words[1]}",
-                                     tokens[1].line, tokens[1].col, text)
-        elif words[1:3] == ["PLAN", "FOR"]:
-            skip = 3
-        if len(tokens) <= skip:
-            raise SqlSyntaxError("EXPLAIN needs a query", tokens[0].line, tokens[0].col, text)
-        ast = _parse_ast(text, tokens[skip].start, end)
-        return ExplainStatement(text, start, end, ast=ast, mode=mode, estimates=estimates)
-    ast = _parse_ast(text, start, end)
+    ast = parse_ast(text, start, end)
     return _from_ast(text, start, end, ast)
 
 

@@ -20,6 +20,7 @@ from flowsql.sql.statement_parser import (
     DescribeJobStatement,
     DescribeStatement,
     DropStatement,
+    ExplainStatement,
     InsertStatement,
     QueryStatement,
     SetStatement,
@@ -88,6 +89,23 @@ def test_forms(text: str, kind: type[Statement], expected: dict[str, Any]) -> No
     assert fields(statement) == expected
 
 
+@pytest.mark.parametrize(("text", "mode", "estimates", "explained"), [
+    ("EXPLAIN SELECT 1", "plan", True, "SELECT 1"),
+    ("explain plan for select 1", "plan", True, "SELECT 1"),
+    ("EXPLAIN (COSTS OFF) SELECT 1", "plan", False, "SELECT 1"),
+    ("EXPLAIN ( costs  on ) MEMO SELECT 1", "memo", True, "SELECT 1"),
+    ("EXPLAIN (COSTS OFF) VERBOSE SELECT 1", "verbose", False, "SELECT 1"),
+    ("EXPLAIN /* how */ PYSPARK\n  SELECT 1", "pyspark", True, "SELECT 1"),
+    ("EXPLAIN ANALYZE INSERT INTO t SELECT 1", "analyze", True, "INSERT INTO t SELECT 1"),
+    ("EXPLAIN (SELECT 1)", "plan", True, "(SELECT 1)"),
+])
+def test_explain_options(text: str, mode: str, estimates: bool, explained: str) -> None:
+    statement = parse_one(text)
+    assert isinstance(statement, ExplainStatement)
+    assert (statement.mode, statement.estimates) == (mode, estimates)
+    assert statement.ast.sql() == explained
+
+
 @pytest.mark.parametrize(("text", "kind"), [
     ("CREATE TABLE t (a INT)", CreateTableStatement),
     ("CREATE TEMPORARY TABLE t (a INT)", CreateTableStatement),
@@ -139,6 +157,11 @@ def test_statements_of_a_script_keep_their_spans() -> None:
     ("EXECUTE STATEMENT SET BEGIN INSERT INTO a SELECT 1;\nEND x",
      "expected the end of the statement: BEGIN STATEMENT SET", 2, 5),
     ("END", "END closes no statement set", 1, 1),
+    ("EXPLAIN", "EXPLAIN needs a query: EXPLAIN ", 1, 8),
+    ("EXPLAIN (COSTS maybe) SELECT 1", r"expected EXPLAIN \(COSTS ON\|OFF\) <query>", 1, 16),
+    ("EXPLAIN (COSTS OFF) MEMO SELECT 1", "COSTS OFF does not apply to EXPLAIN MEMO", 1, 21),
+    # the statement explained is sqlglot's, with positions in the script
+    ("SELECT 2;\nEXPLAIN VERBOSE SELEC 1", "did you mean SELECT", 2, 17),
 ])
 def test_errors_say_what_was_expected_where(text: str, message: str, line: int,
                                             col: int) -> None:
