@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lark import UnexpectedInput
 
 from flowsql.errors import SqlSyntaxError
-from flowsql.sql.flink_statements import _HINTS, _hints_by_situation, client_command
+from flowsql.sql.flink_statements import _HINTS, _hint, _parser, client_command
 from flowsql.sql.function_statements import (
     CreateFunctionStatement,
     DropFunctionStatement,
@@ -209,9 +210,11 @@ def test_client_commands(text: str, command: str | None) -> None:
     assert client_command(text) == command
 
 
-def test_every_hint_example_fails_where_its_hint_is_used() -> None:
-    """A hint whose example parsed would never be used; one whose example fails in the
-    same situation as another hint's would hide it unless its token type differs."""
-    situations = _hints_by_situation()
-    used = {hint for found in situations.values() for _, hint in found}
-    assert used == {hint for hint, _ in _HINTS}
+@pytest.mark.parametrize(("hint", "example"),
+                         [(hint, example) for hint, examples in _HINTS for example in examples])
+def test_each_hint_is_what_its_examples_get(hint: str, example: str) -> None:
+    """An example that parsed, or that another hint's example shadows, would make its hint
+    dead text."""
+    with pytest.raises(UnexpectedInput) as caught:
+        _parser().parse(example, start="statement")
+    assert _hint(caught.value) == hint
