@@ -104,7 +104,8 @@ _HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
       "ANALYZE TABLE t COMPUTE STATISTICS FOR ALL COLUMNS x")),
     ("expected the function's name", ("CREATE FUNCTION", "CREATE FUNCTION IF NOT EXISTS",
                                       "DROP FUNCTION", "DROP FUNCTION IF EXISTS")),
-    ("expected AS '<module.function>'", ("CREATE FUNCTION f 'm.f'",)),
+    # (at the end the parser has reduced the name, elsewhere not: two situations)
+    ("expected AS '<module.function>'", ("CREATE FUNCTION f 'm.f'", "CREATE FUNCTION f")),
     ("expected the function's import path as a string", ("CREATE FUNCTION f AS m",)),
     ("expected a language after LANGUAGE", ("CREATE FUNCTION f AS 'm.f' LANGUAGE",)),
     ("expected the end of the statement or LANGUAGE <language>",

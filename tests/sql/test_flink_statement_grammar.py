@@ -148,6 +148,8 @@ def test_statements_of_a_script_keep_their_spans() -> None:
     ("ANALYZE TABLE t COMPUTE STATISTICS x",
      "expected FOR ALL COLUMNS or FOR COLUMNS or NOSCAN or the end of the statement", 1, 36),
     ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS a b", "expected ',' or the end", 1, 50),
+    ("CREATE FUNCTION f", "expected AS '<module.function>'", 1, 18),
+    ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS 1", "needs a column name", 1, 48),
     ("CREATE FUNCTION a.b AS 'm.f'", "a function name has no catalog or database part",
      1, 19),
     ("DROP FUNCTION date", "'date' is a SQL keyword and cannot name a function", 1, 15),
