@@ -94,7 +94,7 @@ _HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("SHOW JOBS takes no arguments", ("SHOW JOBS x",)),
     ("unsupported statement: SHOW{token}; flowsql reads", ("SHOW x", "SHOW")),
     ("expected DESCRIBE JOB '<id>' (the job id as a string)", ("DESCRIBE JOB 1",)),
-    ("expected the name of a table or view", ("DESCRIBE",)),
+    ("expected the name of a table or view", ("DESCRIBE", "DESCRIBE 1", "DESC", "DESC 1")),
     ("expected TABLE after ANALYZE", ("ANALYZE t",)),
     ("ANALYZE TABLE needs a table name", ("ANALYZE TABLE",)),
     ("ANALYZE TABLE needs a column name", ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS",
