@@ -70,6 +70,7 @@ def fields(statement: Statement) -> dict[str, Any]:
     ("DESCRIBE db.t", DescribeStatement, {"name": "db.t", "extended": False}),
     ("DESCRIBE EXTENDED job", DescribeStatement, {"name": "job", "extended": True}),
     ("DESCRIBE job", DescribeStatement, {"name": "job", "extended": False}),
+    ("DESCRIBE größe", DescribeStatement, {"name": "größe", "extended": False}),
     # ANALYZE: a column may have a keyword's name
     ("ANALYZE TABLE t COMPUTE STATISTICS FOR COLUMNS all, `for`", AnalyzeStatement,
      {"table": "t", "columns": ("all", "for"), "noscan": False, "table_at": 14,
