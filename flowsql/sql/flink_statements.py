@@ -58,8 +58,8 @@ __all__ = ["client_command", "read_statement", "statement_heads"]
 
 _GRAMMAR = Path(__file__).with_name("flink_statements.lark")
 
-STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"
-ANALYZE_FORM = ("ANALYZE TABLE <name> [COMPUTE STATISTICS [NOSCAN | FOR COLUMNS <column>, "
+_STOP_JOB_FORM = "STOP JOB '<id>' [WITH SAVEPOINT ['<directory>']] [WITH DRAIN]"
+_ANALYZE_FORM = ("ANALYZE TABLE <name> [COMPUTE STATISTICS [NOSCAN | FOR COLUMNS <column>, "
                 "... | FOR ALL COLUMNS]]")
 _STATEMENT_SET_FORM = "BEGIN STATEMENT SET; INSERT INTO ...; ...; END"
 
@@ -68,10 +68,10 @@ _FORMS = {
     "SET": "SET ['<key>' = '<value>']",
     "RESET": "RESET ['<key>']",
     "SHOW": "SHOW TABLES | SHOW JOBS | SHOW [USER] FUNCTIONS",
-    "STOP": STOP_JOB_FORM,
+    "STOP": _STOP_JOB_FORM,
     "DESCRIBE": "DESCRIBE [TABLE] [EXTENDED] <name> | DESCRIBE JOB '<id>'",
     "DESC": "DESC [TABLE] [EXTENDED] <name> | DESC JOB '<id>'",
-    "ANALYZE": ANALYZE_FORM,
+    "ANALYZE": _ANALYZE_FORM,
     "CREATE": ("CREATE [TEMPORARY] [SYSTEM] FUNCTION [IF NOT EXISTS] <name> AS "
                "'<module.function>' [LANGUAGE PYTHON]"),
     "DROP": "DROP [TEMPORARY] [SYSTEM] FUNCTION [IF EXISTS] <name>",
@@ -356,7 +356,7 @@ class _ToStatement(Transformer):  # type: ignore[type-arg]
             directory = _unquote(savepoint[1])
             if not directory:
                 raise self._error("the savepoint directory is empty", savepoint[1],
-                                  STOP_JOB_FORM)
+                                  _STOP_JOB_FORM)
         return self._statement(StopJobStatement, job_id=_unquote(job),
                                savepoint=savepoint is not None, directory=directory,
                                drain=drain is not None)
@@ -368,7 +368,7 @@ class _ToStatement(Transformer):  # type: ignore[type-arg]
         misplaced = children[1]
         if misplaced is not None:
             raise self._error("WITH SAVEPOINT comes before WITH DRAIN", misplaced[0],
-                              STOP_JOB_FORM)
+                              _STOP_JOB_FORM)
         return True
 
     misplaced_savepoint = savepoint
