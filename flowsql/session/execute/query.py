@@ -36,11 +36,30 @@ def execute_query(session: Session, statement: QueryStatement) -> Result:
 
 
 def run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
-    """Run a physical plan on the session's engine."""
+    """Run a physical plan on the session's engine; with ``session.track_progress`` on,
+    ``session.progress()`` follows the run while it goes on."""
+    if not session.track_progress:
+        return _run_on_engine(session, physical, None)
+    if session.settings.get("engine") == "spark":
+        from flowsql.spark.progress import SparkProgress
+
+        tracker: Any = SparkProgress()
+    else:
+        from flowsql.runtime.batch_progress import ProgressTracker
+
+        tracker = ProgressTracker(physical)
+    session.running_query = tracker
+    try:
+        return _run_on_engine(session, physical, tracker)
+    finally:
+        session.running_query = None
+
+
+def _run_on_engine(session: Session, physical: PhysicalPlan, progress: Any) -> pa.Table:
     if session.settings.get("engine") == "spark":
         from flowsql.spark import run_plan
 
-        return run_plan(physical, session.settings)
+        return run_plan(physical, session.settings, progress)
     from flowsql.optimizer.distribution import parallelism
     from flowsql.optimizer.search import runs_on_workers
 
@@ -51,10 +70,11 @@ def run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
 
         if session.parallel_runner is None:
             session.parallel_runner = ParallelRunner()
-        return session.parallel_runner.execute(physical, session.settings, workers)  # type: ignore[no-any-return]
+        return session.parallel_runner.execute(  # type: ignore[no-any-return]
+            physical, session.settings, workers, progress)
     from flowsql.runtime.executor import execute
 
-    return execute(physical, session.settings)
+    return execute(physical, session.settings, progress)
 
 
 def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text: str
