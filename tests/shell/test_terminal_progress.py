@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.harness.tpch import create_table_sql
 from tests.shell.terminal import PROMPT, Terminal
 
 #: a datagen table read at 5,000 rows per second: ``rows`` rows take rows / 5000 seconds
@@ -73,3 +75,38 @@ def test_ctrl_c_cancels_the_query_and_the_session_goes_on(terminal: Terminal) ->
         "the count", terminal.history)
     assert re.fullmatch(r"  n\n---\n300\n1 row in \d+\.\d\d s\n\nflowsql>",
                         history.rsplit("FROM slow_300;\n", 1)[1])
+
+
+SPARK_LINE = re.compile(r"^\[stages \d+/\d+ · \d+\.\d s\]  Ctrl-C cancels$", re.MULTILINE)
+
+
+@pytest.mark.slow  # Spark's start and a cold join: a minute under load
+def test_spark_shows_its_stages(tpch_dir: Path, tmp_path: Path) -> None:
+    """On Spark the line counts the stages of the query's Spark jobs (Spark knows no
+    operators or rows read while it runs); it is gone when the result prints."""
+    init = tmp_path / "init.sql"
+    init.write_text("".join(create_table_sql(name, tpch_dir) + ";\n"
+                            for name in ("orders", "lineitem")))
+    query = ("SELECT o_orderpriority, COUNT(*) AS n FROM orders JOIN lineitem "
+             "ON o_orderkey = l_orderkey GROUP BY o_orderpriority ORDER BY o_orderpriority;")
+    with Terminal("-i", str(init), "--set", "engine=spark",
+                  env={"FLOWSQL_SPARK_LOG": str(tmp_path / "spark.log")},
+                  width=200, height=30) as terminal:
+        terminal.wait_for(PROMPT)
+        terminal.type(query + "\n")
+        terminal.wait_until(SPARK_LINE.search, "the stages line")
+        history = terminal.wait_until(
+            lambda written: re.search(r"5 rows in \d+\.\d\d s\n\nflowsql>$", written)
+            is not None, "the result", terminal.history)
+    ran = history.split(query + "\n", 1)[1]
+    assert HINT not in ran
+    # the rows as DuckDB counts them over the same files
+    table = ("o_orderpriority |     n\n"
+             "----------------+------\n"
+             "1-URGENT        | 12014\n"
+             "2-HIGH          | 12265\n"
+             "3-MEDIUM        | 11808\n"
+             "4-NOT SPECIFIED | 12185\n"
+             "5-LOW           | 11903\n")
+    assert re.fullmatch(r"(Spark started in \d+\.\d s \(log: .+\)\n)?" + re.escape(table)
+                        + r"5 rows in \d+\.\d\d s\n\nflowsql>", ran), ran
