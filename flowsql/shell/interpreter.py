@@ -102,7 +102,7 @@ class Interpreter:
 
     def _progress_line(self) -> contextlib.AbstractContextManager[object]:
         """The progress line of a long batch query, drawn on a terminal only."""
-        if not (self.session.track_progress and self.interactive()):
+        if not (self.interactive() and self.session.track_progress):
             return contextlib.nullcontext()
         from flowsql.shell.progress_line import ProgressLine
 

@@ -45,9 +45,10 @@ def short_count(rows: float) -> str:
 def progress_text(progress: QueryProgress, seconds: float) -> str:
     """The line for one moment of a run ``seconds`` after it started. A percentage is
     shown while the rows read are below the estimate; past it (the estimate was low) only
-    the two counts are."""
+    the two counts are. Spark's stages are left out until it has planned one (a query
+    Spark answers without a job has none)."""
     parts = []
-    if progress.stages is not None:
+    if progress.stages:
         parts.append(f"stages {progress.stages_done or 0}/{progress.stages}")
     if progress.operators is not None:
         parts.append(f"operators {progress.operators_done or 0}/{progress.operators}")

@@ -49,6 +49,9 @@ def test_without_an_estimate_the_rows_read_alone() -> None:
 def test_spark_stages() -> None:
     assert progress_text(QueryProgress(stages_done=1, stages=3), 7.25) == (
         "[stages 1/3 · 7.2 s]  Ctrl-C cancels")
+    # no job planned yet: the seconds alone
+    assert progress_text(QueryProgress(stages_done=0, stages=0), 0.6) == (
+        "[0.6 s]  Ctrl-C cancels")
 
 
 def test_the_line_is_redrawn_in_place_and_erased_on_leaving() -> None:
