@@ -9,8 +9,9 @@ the stages of its jobs. A figure an engine does not know is None.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["QueryProgress"]
+__all__ = ["ProgressSource", "QueryProgress"]
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,10 @@ class QueryProgress:
     rows_estimated: float | None = None
     stages_done: int | None = None
     stages: int | None = None
+
+
+class ProgressSource(Protocol):
+    """What follows one running query: its figures now, or None while it has none yet
+    (Spark still starting)."""
+
+    def snapshot(self) -> QueryProgress | None: ...

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowsql.planner.catalog import Catalog
 from flowsql.planner.config.settings import default_settings, validate_setting
-from flowsql.planner.query_progress import QueryProgress
+from flowsql.planner.query_progress import ProgressSource, QueryProgress
 from flowsql.planner.udf import UserFunction
 from flowsql.session.result import Result
 
@@ -43,7 +43,7 @@ class Session:
         #: shell turns it on; off, a run pays nothing for it)
         self.track_progress = False
         #: the running batch query's progress source (``snapshot()``), while one runs
-        self.running_query: Any = None
+        self.running_query: ProgressSource | None = None
         for key, value in settings.items():
             self.set(key, str(value))
 
@@ -86,7 +86,7 @@ class Session:
         """How far the batch query running now has come (another thread asks while this
         session's thread runs it); None when none runs or ``track_progress`` is off."""
         running = self.running_query
-        return None if running is None else running.snapshot()  # type: ignore[no-any-return]
+        return None if running is None else running.snapshot()
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""
