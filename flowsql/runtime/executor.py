@@ -24,6 +24,7 @@ from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.explain_analyze import OperatorActuals
 from flowsql.planner.operator_ids import node_operator_ids
 from flowsql.planner.physical import PhysicalPlan
+from flowsql.runtime.batch_progress import ProgressCounters, ProgressTracker
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
 from flowsql.runtime.operator_profile import Profile
 from flowsql.runtime.operators.shared_subplan import SharedSubplans
@@ -49,6 +50,11 @@ class _Job:
     profile: Profile | None = None
     #: the outputs of the plan's shared subplans, each computed once
     shared: SharedSubplans | None = None
+    #: live rows and ends per operator (the shell's progress line); None when the run
+    #: is not tracked, which then pays nothing for it
+    progress: ProgressCounters | None = None
+    #: operator ids by ``id(node)``, set with ``progress``
+    names: dict[int, str] | None = None
 
 
 def _job(settings: dict[str, str], plan: PhysicalPlan | None = None) -> _Job:
@@ -82,13 +88,20 @@ def _run(node: PhysicalPlan, job: _Job) -> Generator[pa.RecordBatch, None, None]
     context = OperatorContext(name=label, settings=job.settings, memory=job.memory,
                               spill=job.spill, shared_subplans=job.shared)
     batches = pull(node, operator, context, _guarded, lambda child: _run(child, job))
+    if job.progress is not None and job.names is not None and id(node) in job.names:
+        batches = job.progress.counted(job.names[id(node)], batches)
     yield from (batches if job.profile is None
                 else job.profile.timed(node, batches, context.metrics))
 
 
-def execute_batches(plan: PhysicalPlan, settings: dict[str, str]) -> Iterator[pa.RecordBatch]:
-    """The plan's output as batches whose columns follow ``plan.schema`` by position."""
-    return _cleaned_up(_run(plan, job := _job(settings, plan)), job)
+def execute_batches(plan: PhysicalPlan, settings: dict[str, str],
+                    progress: ProgressTracker | None = None) -> Iterator[pa.RecordBatch]:
+    """The plan's output as batches whose columns follow ``plan.schema`` by position;
+    ``progress`` (optional) counts every operator's rows and end as the run goes on."""
+    job = _job(settings, plan)
+    if progress is not None:
+        job.progress, job.names = progress.counters, node_operator_ids(plan)
+    return _cleaned_up(_run(plan, job), job)
 
 
 def _cleaned_up(batches: Iterator[pa.RecordBatch], job: _Job
@@ -101,10 +114,11 @@ def _cleaned_up(batches: Iterator[pa.RecordBatch], job: _Job
         job.spill.cleanup()
 
 
-def execute(plan: PhysicalPlan, settings: dict[str, str]) -> pa.Table:
+def execute(plan: PhysicalPlan, settings: dict[str, str],
+            progress: ProgressTracker | None = None) -> pa.Table:
     """Run the plan to completion; columns are named by the plan schema (duplicates
-    allowed) and typed by it."""
-    return result_table(plan, list(execute_batches(plan, settings)))
+    allowed) and typed by it. ``progress``: see :func:`execute_batches`."""
+    return result_table(plan, list(execute_batches(plan, settings, progress)))
 
 
 def execute_profiled(plan: PhysicalPlan, settings: dict[str, str]

@@ -86,7 +86,7 @@ class Profile:
         """``actuals`` as JSON (operator id -> [rows, seconds, spilled bytes, spilled runs])
         for a stage plan whose nodes are named, in pre-order, by ``operator_ids`` (the
         stage's deployment config)."""
-        names = dict(zip((id(n) for n in _preorder(plan)), operator_ids))
+        names = dict(zip((id(n) for n in preorder(plan)), operator_ids))
         return {name: [a.rows, a.seconds, a.spilled_bytes, a.spilled_runs]
                 for name, a in self.actuals(plan, names).items()}
 
@@ -126,8 +126,10 @@ def _timed(timer: _Timer, batches: Batches) -> Batches:
         timer.inclusive += clock() - started
 
 
-def _preorder(plan: PhysicalPlan) -> list[PhysicalPlan]:
+def preorder(plan: PhysicalPlan) -> list[PhysicalPlan]:
+    """The plan's nodes, each parent before its inputs (the order of a stage's
+    ``operator_ids``)."""
     nodes = [plan]
     for child in plan.inputs:
-        nodes += _preorder(child)
+        nodes += preorder(child)
     return nodes

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowsql.planner.catalog import Catalog
 from flowsql.planner.config.settings import default_settings, validate_setting
+from flowsql.planner.query_progress import ProgressSource, QueryProgress
 from flowsql.planner.udf import UserFunction
 from flowsql.session.result import Result
 
@@ -38,6 +39,11 @@ class Session:
         self.parallel_runner: Any = None
         #: jobs submitted by INSERT INTO; cancelled by ``close``
         self.jobs: list[Any] = []
+        #: count the progress of batch queries as they run, for :meth:`progress` (the
+        #: shell turns it on; off, a run pays nothing for it)
+        self.track_progress = False
+        #: the running batch query's progress source (``snapshot()``), while one runs
+        self.running_query: ProgressSource | None = None
         for key, value in settings.items():
             self.set(key, str(value))
 
@@ -75,6 +81,12 @@ class Session:
         from flowsql.session.execute.statement_set import StatementSet
 
         return StatementSet(self)
+
+    def progress(self) -> QueryProgress | None:
+        """How far the batch query running now has come (another thread asks while this
+        session's thread runs it); None when none runs or ``track_progress`` is off."""
+        running = self.running_query
+        return None if running is None else running.snapshot()
 
     def run_script(self, text: str) -> Iterator[Result]:
         """Run ``;``-separated statements in order, yielding each result as it completes."""

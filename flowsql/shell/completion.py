@@ -4,15 +4,21 @@
 where the cursor is, then offers the names that fit there:
 
 * a statement's first keyword at the start of a statement, and the words that may follow
-  it (``CREATE`` ``TABLE``/``VIEW``/``FUNCTION``, ``SHOW`` ``TABLES``/``JOBS``, ...);
+  it (``CREATE`` ``TABLE``/``VIEW``/``FUNCTION``, ``SHOW`` ``TABLES``/``JOBS``, ...;
+  EXPLAIN's modes ``ANALYZE``, ``VERBOSE``, ``MEMO``, ``PYSPARK``, ``PLAN FOR``,
+  ``(COSTS OFF)``, then the statement explained);
 * table and view names of the session's catalog after FROM, JOIN, INTO, TABLE, DESCRIBE
   (and ``\\d``);
 * columns of the statement's tables, functions (built-in and the session's own) and
   keywords inside an expression; only that table's columns after ``alias.``;
 * setting keys (in key order) after SET / RESET, and after ``=`` the values the settings registry allows;
 * inside ``WITH (...)``: the option keys of the connector that WITH names (``filesystem``
-  when it names none) and of its format, minus those already written; after ``=`` the
-  connectors, formats or allowed values.
+  when it names none) and of its format, minus those already written; once ``fields.``
+  is typed, the connector's per-column options for each column of the ``CREATE TABLE``
+  (datagen's ``fields.<column>.kind``, ...: six per column would drown the other keys
+  in the menu before); after ``=`` the connectors, formats or allowed values;
+* inside an unclosed quoted identifier (`` `ord``, ``"ord``): the table or column names
+  that fit there, closed with the same quote.
 
 Keys and values are SQL strings: a completion started without a quote inserts
 ``'key'``, one typed after an opening quote inserts the rest and the closing quote.
@@ -31,7 +37,11 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from flowsql.planner.catalog import TableEntry
-from flowsql.planner.config.connector_model import CONNECTOR_OPTION, Connector
+from flowsql.planner.config.connector_model import (
+    COLUMN_OPTION_PREFIX,
+    CONNECTOR_OPTION,
+    Connector,
+)
 from flowsql.planner.config.connectors import CONNECTORS
 from flowsql.planner.config.settings import PREFIX_FAMILIES, SETTINGS, find_setting
 from flowsql.planner.config.values import BOOLEAN, Option
@@ -94,6 +104,10 @@ class Candidate:
 def candidates(context: CompletionContext, session: Session) -> list[Candidate]:
     """The completions for ``context`` (filtered by its word), in the order shown."""
     offered = _offer(context, session)
+    quote = context.identifier_quote
+    if quote is not None:  # names only, closing the quoted identifier
+        offered = (Candidate(c.text + quote, c.meta, display=c.display or c.text)
+                   for c in offered if c.meta != "keyword" and not c.meta.endswith("function"))
     word = context.word.lower()
     seen: set[str] = set()
     out: list[Candidate] = []
@@ -141,6 +155,8 @@ def _offer(context: CompletionContext, session: Session) -> Iterator[Candidate]:
         yield from _columns(session, [table] if table else [])
     elif kind == "expression":
         yield from _columns(session, [name for _, name in context.tables])
+        if context.identifier_quote is not None:
+            return
         yield from _functions(session, context.word)
         yield from _keywords(EXPRESSION_KEYWORDS, context.word)
     elif kind == "setting_key":
@@ -230,14 +246,18 @@ def _connector(options: dict[str, str]) -> Connector | None:
                            or CONNECTOR_OPTION.default or "").lower())
 
 
-def _declared_options(options: dict[str, str]) -> list[Option]:
-    """The option keys a table with ``options`` may set: its connector's, and those of the
-    format(s) its options choose (``<key|value>.<format>.<option>`` for key/value formats)."""
+def _declared_options(options: dict[str, str], columns: Iterable[str] = ()) -> list[Option]:
+    """The option keys a table with ``options`` may set: its connector's, its connector's
+    per-column options for each of ``columns`` (``fields.<column>.<option>``), and those of
+    the format(s) its options choose (``<key|value>.<format>.<option>`` for key/value
+    formats)."""
     declared = [CONNECTOR_OPTION]
     connector = _connector(options)
     if connector is None:
         return declared
     declared.extend(connector.options)
+    declared.extend(connector.column_option(column, option.key)
+                    for column in columns for option in connector.column_options)
     formats = {f.name: f for f in connector.formats}
     if connector.key_value_formats:
         for key in ("format", "value.format", "key.format"):
@@ -257,7 +277,8 @@ def _declared_options(options: dict[str, str]) -> list[Option]:
 
 def _option_keys(context: CompletionContext) -> Iterator[Candidate]:
     written = {key.lower() for key in context.options}
-    for option in _declared_options(context.options):
+    per_column = context.word.lower().startswith(COLUMN_OPTION_PREFIX)
+    for option in _declared_options(context.options, context.columns if per_column else ()):
         if option.key not in written:
             yield _quoted(option.key, context.quoted, option.kind.name)
     connector = _connector(context.options)
@@ -271,7 +292,7 @@ def _option_values(context: CompletionContext) -> Iterator[Candidate]:
         for name in CONNECTORS:
             yield _quoted(name, context.quoted, "connector")
         return
-    for option in _declared_options(context.options):
-        if option.key == key:
+    for option in _declared_options(context.options, context.columns):
+        if option.key.lower() == key:
             for value in _values(option):
                 yield _quoted(value, context.quoted, "")

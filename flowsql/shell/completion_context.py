@@ -3,9 +3,12 @@
 :func:`completion_context` reads the text before the cursor (and the rest of the statement
 after it, for the tables a query names later, as in ``SELECT o.| FROM orders o``) and says
 what belongs at the cursor: a statement's first keyword (or the one after it: ``SHOW``
-``TABLES``), a table name, a column (of any
+``TABLES``; EXPLAIN's modes), a table name, a column (of any
 table in scope, or of the one an ``alias.`` names), a setting key or value after ``SET``,
-a connector option key or value inside ``WITH (...)``, or a shell command after ``\\``.
+a connector option key or value inside ``WITH (...)`` (with the columns of the
+``CREATE TABLE`` being typed, for per-column options), or a shell command after ``\\``.
+Inside an unclosed quoted identifier (`` `ord`` or ``"ord``) the context is the one the
+name would have unquoted, and ``identifier_quote`` says which quote closes it.
 
 The tokens are the parser's (:func:`flowsql.sql.statement_parser.script_tokens`), so a
 quote or comment means here what it means when the statement runs. Typed text is
@@ -15,6 +18,7 @@ or an unclosed quoted identifier) gives the context ``none``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -38,8 +42,17 @@ _FROM_ENDS = frozenset({"WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "
                         "INTERSECT", "SELECT", "ON", "USING", "WINDOW", "QUALIFY"})
 #: ``EXPLAIN`` and its modes: the tokenizer reads EXPLAIN as a command swallowing the rest,
 #: so the statement after them is analysed on its own
-_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s*\(\s*COSTS\s+\w+\s*\))?(\s+(VERBOSE|ANALYZE|PYSPARK|"
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s*\(\s*COSTS\s+\w+\s*\))?(\s+(VERBOSE|ANALYZE|PYSPARK|MEMO|"
                       r"PLAN\s+FOR))?\s+", re.IGNORECASE)
+#: what EXPLAIN has been given so far (the statement up to the word being typed), in the
+#: order the parser reads it, as the key of the words that may come next (SECOND_WORDS)
+_EXPLAIN_SO_FAR = (
+    (re.compile(r"EXPLAIN\s*", re.IGNORECASE), "EXPLAIN"),
+    (re.compile(r"EXPLAIN\s*\(\s*", re.IGNORECASE), "EXPLAIN ("),
+    (re.compile(r"EXPLAIN\s*\(\s*COSTS\s+", re.IGNORECASE), "EXPLAIN (COSTS"),
+    (re.compile(r"EXPLAIN\s*\(\s*COSTS\s+\w+\s*\)\s*", re.IGNORECASE), "EXPLAIN (COSTS OFF)"),
+    (re.compile(r"EXPLAIN(\s*\(\s*COSTS\s+\w+\s*\))?\s+PLAN\s+", re.IGNORECASE), "EXPLAIN PLAN"),
+)
 _WORD = re.compile(r"[\w$]*$")
 #: setting keys are written unquoted too (``SET execution.batch-size = 1``)
 _KEY_WORD = re.compile(r"[\w$.\-]*$")
@@ -56,7 +69,9 @@ class CompletionContext:
     the alias or table before ``.`` (kind ``qualified_column``). ``key``: the setting or
     option whose value is typed. ``options``: the ``'key' = 'value'`` pairs already
     written in the ``WITH (...)``. ``tables``: the tables of the statement, as
-    ``(alias or name, table name)`` pairs.
+    ``(alias or name, table name)`` pairs. ``identifier_quote``: the cursor is inside a
+    quoted identifier opened with this character (names then close it). ``columns``: the
+    columns declared by the ``CREATE TABLE`` whose ``WITH (`` holds the cursor.
     """
 
     kind: ContextKind
@@ -66,13 +81,22 @@ class CompletionContext:
     key: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     tables: tuple[tuple[str, str], ...] = ()
+    identifier_quote: str | None = None
+    columns: tuple[str, ...] = ()
 
 
 _NONE = CompletionContext("none")
 
 #: the words that may follow a statement's first word (context ``second_word``, whose
-#: ``key`` is the first word)
+#: ``key`` is the first word), and those that may follow EXPLAIN's words so far
+_EXPLAINED = ("SELECT", "WITH")
 SECOND_WORDS: dict[str, tuple[str, ...]] = {
+    "EXPLAIN": ("ANALYZE", "VERBOSE", "MEMO", "PYSPARK", "PLAN", "(COSTS OFF)", *_EXPLAINED),
+    "EXPLAIN (": ("COSTS",),
+    "EXPLAIN (COSTS": ("ON", "OFF"),
+    "EXPLAIN (COSTS OFF)": ("VERBOSE", *_EXPLAINED),
+    "EXPLAIN PLAN": ("FOR",),
+    "EXPLAIN MODE": _EXPLAINED,
     "CREATE": ("TABLE", "VIEW", "FUNCTION", "OR", "TEMPORARY"),
     "DROP": ("TABLE", "VIEW", "FUNCTION", "TEMPORARY"),
     "SHOW": ("TABLES", "FUNCTIONS", "USER", "JOBS"),
@@ -97,15 +121,49 @@ def _tokens(text: str) -> list[Token] | None:
         return None
 
 
-def _statement_text(head: str) -> str | None:
+def _raw_statement_text(head: str) -> str | None:
     """The text of the statement the cursor is in, from its start to ``head``'s end."""
     tokens = _tokens(head)
     if tokens is None:
         return None
     ends = [t.end for t in tokens if t.token_type == TokenType.SEMICOLON]
-    statement = head[ends[-1] + 1:] if ends else head
+    return head[ends[-1] + 1:] if ends else head
+
+
+def _statement_text(head: str) -> str | None:
+    """``_raw_statement_text`` without an EXPLAIN and its modes: the statement explained."""
+    statement = _raw_statement_text(head)
+    if statement is None:
+        return None
     explain = _EXPLAIN.match(statement)
     return statement[explain.end():] if explain else statement
+
+
+def _explain_so_far(head: str) -> str | None:
+    """When the statement so far is EXPLAIN and some of its modes, with the statement
+    explained not begun: the key of the words that may follow in SECOND_WORDS."""
+    statement = (_raw_statement_text(head) or "").lstrip()
+    found = None
+    for pattern, key in _EXPLAIN_SO_FAR:
+        if pattern.fullmatch(statement):
+            found = key
+    if found is None and _EXPLAIN.fullmatch(statement) and statement.split()[-1].upper() \
+            in ("VERBOSE", "ANALYZE", "PYSPARK", "MEMO", "FOR"):
+        return "EXPLAIN MODE"
+    return found
+
+
+def _open_identifier(text: str) -> int | None:
+    """Where the quoted identifier (`` `...`` or ``"...``) the cursor is in opens; None
+    when the cursor is in none."""
+    for index in range(len(text) - 1, -1, -1):
+        quote = text[index]
+        if quote not in "`\"":
+            continue
+        if quote not in text[index + 1:] and _tokens(text[:index]) is not None:
+            return index
+        return None
+    return None
 
 
 def _open_quote(text: str) -> int | None:
@@ -132,6 +190,13 @@ def _context(before: str, after: str) -> CompletionContext:
     if line.startswith("\\") and "\n" not in line:
         return _meta_context(line)
     if _tokens(before) is None:
+        identifier = _open_identifier(before)
+        if identifier is not None:
+            context = _statement_context(before[:identifier], before[identifier + 1:], False,
+                                         after)
+            if context.kind not in ("table", "qualified_column", "expression"):
+                return _NONE
+            return dataclasses.replace(context, identifier_quote=before[identifier])
         quote = _open_quote(before)
         if quote is None:
             return _NONE
@@ -164,6 +229,9 @@ def _statement_context(head: str, word: str, quoted: bool, after: str) -> Comple
     statement = _statement_text(head)
     if statement is None:
         return _NONE
+    explain = _explain_so_far(head) if not quoted else None
+    if explain is not None:
+        return CompletionContext("second_word", word, key=explain)
     tokens = _tokens(statement) or []
     tables = _tables_in_scope([*tokens, *_rest_of_statement(after)])
     if qualifier is not None:
@@ -272,6 +340,7 @@ def _with_options(tokens: list[Token], word: str, quoted: bool) -> CompletionCon
     opener = openers[-1]
     if tokens[opener - 1].text.upper() != "WITH":
         return None
+    columns = _created_columns(tokens[:opener - 1])
     inside = tokens[opener + 1:]
     options: dict[str, str] = {}
     for index in range(len(inside) - 2):
@@ -281,8 +350,48 @@ def _with_options(tokens: list[Token], word: str, quoted: bool) -> CompletionCon
             options[key.text] = value.text
     last = inside[-1] if inside else None
     if last is None or last.token_type == TokenType.COMMA:
-        return CompletionContext("option_key", word, quoted=quoted, options=options)
+        return CompletionContext("option_key", word, quoted=quoted, options=options,
+                                 columns=columns)
     if last.token_type == TokenType.EQ and len(inside) > 1:
         return CompletionContext("option_value", word, quoted=quoted, key=inside[-2].text,
-                                 options=options)
+                                 options=options, columns=columns)
     return CompletionContext("none")
+
+
+#: what starts a table constraint or a watermark in a CREATE TABLE's list, not a column
+_NOT_COLUMNS = frozenset({"PRIMARY", "WATERMARK", "CONSTRAINT", "UNIQUE", "PERIOD", "LIKE"})
+
+
+def _created_columns(tokens: list[Token]) -> tuple[str, ...]:
+    """The physical columns of ``CREATE TABLE name (...)`` in ``tokens`` (the statement up
+    to its WITH): each item of the list whose first token is a name and which is neither
+    a constraint, a watermark, a computed column (``c AS expr``) nor a metadata column."""
+    words = [t.text.upper() for t in tokens[:4]]
+    if words[:1] != ["CREATE"] or "TABLE" not in words:
+        return ()
+    opener = next((i for i, t in enumerate(tokens) if t.token_type == TokenType.L_PAREN), None)
+    if opener is None:
+        return ()
+    items: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens[opener + 1:]:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            if depth == 0:
+                break
+            depth -= 1
+        elif token.token_type == TokenType.COMMA and depth == 0:
+            items.append([])
+            continue
+        items[-1].append(token)
+    columns = []
+    for item in items:
+        if len(item) < 2 or not _is_name(item[0]) or item[0].text.upper() in _NOT_COLUMNS \
+                and item[0].token_type != TokenType.IDENTIFIER:
+            continue
+        rest = {t.text.upper() for t in item[1:]}
+        if item[1].text.upper() == "AS" or "METADATA" in rest:
+            continue
+        columns.append(item[0].text)
+    return tuple(columns)

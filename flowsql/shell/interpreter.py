@@ -14,6 +14,7 @@ which decides what cancelling means at that moment.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING, TextIO
@@ -82,7 +83,8 @@ class Interpreter:
         while True:
             started = time.perf_counter()
             try:
-                result = next(results, None)
+                with self._progress_line():
+                    result = next(results, None)
             except FlowSQLError as error:
                 self.report_error(f"Error: {error}")
                 return
@@ -95,6 +97,14 @@ class Interpreter:
                 self._stream_changes(result)
                 continue
             self._show(self._report(result, time.perf_counter() - started))
+
+    def _progress_line(self) -> contextlib.AbstractContextManager[object]:
+        """The progress line of a long batch query, drawn on a terminal only."""
+        if not (self.interactive() and self.session.track_progress):
+            return contextlib.nullcontext()
+        from flowsql.shell.progress_line import ProgressLine
+
+        return ProgressLine(self.session.progress, self._out or sys.stdout)
 
     def _stream_changes(self, result: Result) -> None:
         """A streaming query: its changes as they happen, until it ends or Ctrl-C; in the

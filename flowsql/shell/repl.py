@@ -89,6 +89,8 @@ def run_repl(session: Session, *, input: Input | None = None, output: Output | N
     dummy output); ``out``/``err`` receive results and errors (default: stdout/stderr).
     """
     interpreter = Interpreter(session, out=out, err=err, max_rows=max_rows)
+    # long batch queries show a progress line on a terminal (never in piped output)
+    session.track_progress = interpreter.interactive()
     prompt: PromptSession[str] = PromptSession(
         PROMPT, multiline=True, prompt_continuation=_continuation, history=_history(),
         key_bindings=_key_bindings(interpreter), input=input, output=output,

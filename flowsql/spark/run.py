@@ -16,21 +16,35 @@ from flowsql.planner.physical import PhysicalPlan
 from flowsql.planner.schema import to_arrow_schema
 from flowsql.spark.compiler import build_dataframe, generate_pyspark_source
 from flowsql.spark.errors import spark_errors
+from flowsql.spark.progress import SparkProgress
 from flowsql.spark.session import get_spark
 
 
-def run_plan(plan: PhysicalPlan, settings: Mapping[str, str] | None = None) -> pa.Table:
+def run_plan(plan: PhysicalPlan, settings: Mapping[str, str] | None = None,
+             progress: SparkProgress | None = None) -> pa.Table:
     """Execute ``plan`` on the process's SparkSession (configured by ``spark.*`` settings).
 
     ``spark.broadcast-rows`` (default 1,000,000) is the largest estimated build side that
     gets a broadcast hint. Raises PlanError for what cannot be compiled and ExecutionError,
-    with Spark's one-line message, for what fails in Spark.
+    with Spark's one-line message, for what fails in Spark. ``progress`` (optional) follows
+    the query's Spark jobs; an interrupt (Ctrl-C) then cancels them.
     """
     settings = dict(settings or {})
     source = pyspark_program(plan, settings)
     spark = get_spark(settings)
-    with spark_errors():
-        table = build_dataframe(source, spark).toArrow()
+    if progress is None:
+        with spark_errors():
+            table = build_dataframe(source, spark).toArrow()
+        return restore_types(table, plan)
+    progress.attach(spark)
+    try:
+        with spark_errors():
+            table = build_dataframe(source, spark).toArrow()
+    except KeyboardInterrupt:
+        progress.cancel()
+        raise
+    finally:
+        progress.detach()
     return restore_types(table, plan)
 
 

@@ -1,26 +1,45 @@
-"""The real ``flowsql`` shell in a pseudo-terminal (a tmux pane), read as a user sees it.
+"""The real ``flowsql`` shell in a pseudo-terminal (a pane of a private tmux server),
+driven by keystrokes and read back as a user sees it.
 
-:class:`TerminalShell` starts the command in a detached tmux session of its own (a private
-server socket, a fixed size), types keys into it and returns the visible screen as lines
-(trailing spaces dropped). Tests wait for a screen state with :meth:`wait_for` rather than
-sleeping a fixed time, so they are fast on an idle machine and still pass on a loaded one.
+:class:`Terminal` starts ``python -m flowsql ARGS`` in a fixed-size pane, types text and
+keys into it, and reads the visible screen (as text or as lines, trailing blanks dropped),
+everything written so far (:meth:`Terminal.history`, scrolled-off lines included) or one
+line's characters with their attributes (:meth:`Terminal.styled_line`). Tests wait for a
+state (:meth:`Terminal.wait_until`, :meth:`Terminal.wait_for`) rather than sleeping a fixed
+time, with generous limits, so they are fast on an idle machine and still pass on a loaded
+one; nothing asserts on how long anything took.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "flowsql>"
+#: seconds a wait may take before the test fails
+WAIT_S = 90.0
 _SGR = re.compile(r"\x1b\[([\d;]*)m")
 #: SGR attributes by code: what a test can ask of a character
 ATTRIBUTES = {"1": "bold", "3": "italic", "4": "underline", "7": "reverse"}
+
+_Screen = TypeVar("_Screen")
+
+
+def require_tmux() -> None:
+    if shutil.which("tmux") is None:
+        pytest.fail("the terminal tests need tmux on PATH")
 
 
 def _attributes_after(active: frozenset[str], parameters: str) -> frozenset[str]:
@@ -50,47 +69,81 @@ def _attributes_after(active: frozenset[str], parameters: str) -> frozenset[str]
     return frozenset(result)
 
 
-class TerminalShell:
-    """``flowsql ARGS`` running in a ``width`` x ``height`` terminal."""
+class Terminal:
+    """``flowsql ARGS`` running in a ``width`` x ``height`` terminal; ``close`` (or leaving
+    a ``with`` block) ends it and its tmux server. ``env`` adds environment variables."""
 
-    def __init__(self, args: Sequence[str], workdir: Path, width: int = 100,
-                 height: int = 40) -> None:
-        self.socket = workdir / "tmux.sock"
-        command = " ".join(shlex.quote(part) for part in (
-            # no cursor-position requests: a reply arriving between two prompts would be
-            # echoed onto the screen
-            "env", f"PYTHONPATH={ROOT}", "FLOWSQL_HISTORY=", "TERM=xterm-256color",
-            "PROMPT_TOOLKIT_NO_CPR=1",
-            sys.executable, "-c", "from flowsql.cli import main; raise SystemExit(main())",
-            *args))
-        self._tmux("new-session", "-d", "-x", str(width), "-y", str(height),
-                   "-c", str(ROOT), command)
+    def __init__(self, *args: str, width: int = 110, height: int = 30,
+                 env: dict[str, str] | None = None) -> None:
+        require_tmux()
+        self._dir = tempfile.mkdtemp(prefix="fsqterm")
+        self._socket = os.path.join(self._dir, "tmux")
+        environment = {**os.environ, "PYTHONPATH": str(ROOT), "FLOWSQL_HISTORY": "",
+                       "TERM": "xterm-256color",
+                       # no cursor-position requests: a reply arriving between two prompts
+                       # would be echoed onto the screen
+                       "PROMPT_TOOLKIT_NO_CPR": "1", **(env or {})}
+        command = [sys.executable, "-m", "flowsql", *args]
+        self._tmux("new-session", "-d", "-s", "shell", "-x", str(width), "-y", str(height),
+                   "-c", str(ROOT), "--", *command, env=environment)
+        self._tmux("set-option", "-t", "shell", "remain-on-exit", "on")
 
-    def _tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-S", str(self.socket), *args], check=True,
-                              capture_output=True, text=True, timeout=30).stdout
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def _tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
+        done = subprocess.run(["tmux", "-S", self._socket, *args], capture_output=True,
+                              text=True, env=env, check=True, timeout=30)
+        return done.stdout
+
+    # --- input ------------------------------------------------------------------------
 
     def type(self, text: str) -> None:
-        """Type ``text`` literally (no key names)."""
-        if text.endswith(";"):  # tmux reads a trailing ';' as its command separator
-            text = text[:-1] + "\\;"
-        self._tmux("send-keys", "-l", text)
+        """Type ``text`` literally (newlines as Enter)."""
+        for number, line in enumerate(text.split("\n")):
+            if number:
+                self.key("Enter")
+            if line:
+                # tmux reads a ';' ending an argument as its command separator
+                escaped = line[:-1] + "\\;" if line.endswith(";") else line
+                self._tmux("send-keys", "-t", "shell", "-l", escaped)
 
-    def press(self, *keys: str) -> None:
-        """Press keys by tmux name: ``Tab``, ``Enter``, ``C-c``, ``Left``..."""
-        self._tmux("send-keys", *keys)
+    def key(self, *names: str) -> None:
+        """Press keys by tmux name: Enter, Tab, C-c, C-d, C-l, q, Down, Left, ..."""
+        self._tmux("send-keys", "-t", "shell", *names)
 
-    def screen(self) -> list[str]:
-        """The visible lines, trailing spaces dropped, trailing empty lines removed."""
-        lines = [line.rstrip() for line in self._tmux("capture-pane", "-p").splitlines()]
-        while lines and not lines[-1]:
-            lines.pop()
-        return lines
+    def fresh_prompt(self) -> None:
+        """Discard the input (Ctrl-C) and clear the screen (Ctrl-L): an empty prompt at the
+        top of the screen."""
+        self.key("C-c")
+        self.key("C-l")
+        self.wait_until(lambda lines: lines == [PROMPT], "an empty prompt", self.lines)
+
+    # --- output -----------------------------------------------------------------------
+
+    def screen(self) -> str:
+        """The visible screen, trailing blanks of each line and trailing empty lines cut."""
+        lines = self._tmux("capture-pane", "-p", "-t", "shell").split("\n")
+        return "\n".join(line.rstrip() for line in lines).rstrip("\n")
+
+    def lines(self) -> list[str]:
+        """The visible screen as lines, trailing blanks and trailing empty lines cut."""
+        screen = self.screen()
+        return screen.split("\n") if screen else []
+
+    def history(self) -> str:
+        """Everything written so far, scrolled-off lines included."""
+        lines = self._tmux("capture-pane", "-p", "-S", "-5000", "-t", "shell").split("\n")
+        return "\n".join(line.rstrip() for line in lines).rstrip("\n")
 
     def styled_line(self, row: int) -> list[tuple[str, frozenset[str]]]:
         """Line ``row`` of the screen as ``(character, attributes)`` pairs (attributes:
         bold, italic, underline, reverse, colour)."""
-        line = self._tmux("capture-pane", "-p", "-e").splitlines()[row]
+        line = self._tmux("capture-pane", "-p", "-e", "-t", "shell").splitlines()[row]
         styled: list[tuple[str, frozenset[str]]] = []
         active: frozenset[str] = frozenset()
         position = 0
@@ -101,27 +154,32 @@ class TerminalShell:
         styled.extend((char, active) for char in line[position:])
         return styled
 
-    def wait_for(self, condition: Callable[[list[str]], bool],
-                 timeout: float = 60.0) -> list[str]:
-        """The screen once ``condition(screen)`` holds; AssertionError with the last screen
-        when it does not within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+    # --- waiting ----------------------------------------------------------------------
+
+    def wait_until(self, check: Callable[[_Screen], bool], what: str,
+                   source: Callable[[], _Screen] | None = None) -> _Screen:
+        """Poll the screen (or ``source``: ``lines``, ``history``, ...) until ``check``
+        holds and return what it read; fail showing the last of it after ``WAIT_S``."""
+        read: Callable[[], _Screen] = source or self.screen  # type: ignore[assignment]
+        deadline = time.monotonic() + WAIT_S
         while True:
-            lines = self.screen()
-            if condition(lines):
-                return lines
+            seen = read()
+            if check(seen):
+                return seen
             if time.monotonic() > deadline:
-                raise AssertionError("the terminal never showed what was expected:\n"
-                                     + "\n".join(lines))
+                shown = "\n".join(seen) if isinstance(seen, list) else seen
+                pytest.fail(f"timed out waiting for {what}; the screen:\n{shown}")
             time.sleep(0.05)
 
-    def fresh_prompt(self) -> None:
-        """Discard the input (Ctrl-C) and clear the screen (Ctrl-L): an empty prompt at the
-        top of the screen."""
-        self.press("C-c")
-        self.press("C-l")
-        self.wait_for(lambda lines: lines == [PROMPT])
+    def wait_for(self, text: str) -> str:
+        """Wait until ``text`` was written (scrolled off or not); returns the history."""
+        return self.wait_until(lambda written: text in written, repr(text), self.history)
+
+    def exited(self) -> bool:
+        out = self._tmux("list-panes", "-t", "shell", "-F", "#{pane_dead}")
+        return out.strip() == "1"
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True,
+        subprocess.run(["tmux", "-S", self._socket, "kill-server"], capture_output=True,
                        timeout=30)
+        shutil.rmtree(self._dir, ignore_errors=True)

@@ -125,6 +125,57 @@ def test_option_keys_follow_the_connector_and_format_of_that_with(session: Sessi
     assert texts(session, kafka) == ["value.csv.field-delimiter'"]
 
 
+def test_explain_modes_then_the_statement_explained(session: Session) -> None:
+    assert texts(session, "EXPLAIN ") == ["ANALYZE", "VERBOSE", "MEMO", "PYSPARK", "PLAN",
+                                          "(COSTS OFF)", "SELECT", "WITH"]
+    assert texts(session, "explain an") == ["analyze"]
+    assert texts(session, "EXPLAIN (") == ["COSTS"]
+    assert texts(session, "EXPLAIN (COSTS ") == ["ON", "OFF"]
+    # COSTS OFF applies to the plan and EXPLAIN VERBOSE only (the parser refuses others)
+    assert texts(session, "EXPLAIN (COSTS OFF) ") == ["VERBOSE", "SELECT", "WITH"]
+    assert texts(session, "EXPLAIN PLAN ") == ["FOR"]
+    for modes in ("PLAN FOR", "ANALYZE", "VERBOSE", "MEMO", "PYSPARK", "(COSTS OFF) VERBOSE"):
+        assert texts(session, f"EXPLAIN {modes} ") == ["SELECT", "WITH"], modes
+    assert texts(session, "SELECT 1; EXPLAIN MEMO SEL") == ["SELECT"]
+    assert texts(session, "EXPLAIN MEMO SELECT * FROM ") == ["big", "customers", "orders"]
+    assert texts(session, "EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE am") == ["amount"]
+
+
+def test_per_column_options_of_the_table_being_created(session: Session) -> None:
+    ddl = ("CREATE TABLE g (id BIGINT, `my name` STRING, price DECIMAL(10, 2), "
+           "at AS PROCTIME(), PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'datagen', ")
+    per_column = ["kind", "start", "end", "min", "max", "length"]
+    # computed columns and constraints have no generator: only id, my name and price
+    assert [shown for _, shown, _ in complete(session, ddl + "'fields.")] == [
+        f"fields.{column}.{option}" for column in ("id", "my name", "price")
+        for option in per_column]
+    assert complete(session, ddl + "'fields.id.k") == [("fields.id.kind'", "fields.id.kind",
+                                                          "string")]
+    assert texts(session, ddl + "'fields.price.m") == ["fields.price.min'",
+                                                       "fields.price.max'"]
+    # what is written is not offered again; the allowed values follow the key
+    assert texts(session, ddl + "'fields.id.kind' = 'sequence', 'fields.id.") == [
+        "fields.id.start'", "fields.id.end'", "fields.id.min'", "fields.id.max'",
+        "fields.id.length'"]
+    assert texts(session, ddl + "'fields.id.kind' = '") == ["random'", "sequence'"]
+    # a connector without per-column options offers none
+    assert texts(session, "CREATE TABLE g (id BIGINT) WITH ('connector' = 'print', "
+                          "'fields.") == []
+
+
+def test_names_inside_a_quoted_identifier_close_it(session: Session) -> None:
+    assert complete(session, "SELECT * FROM `or") == [("orders`", "orders", "table")]
+    assert complete(session, 'SELECT * FROM "cu') == [('customers"', "customers", "table")]
+    # columns only (no functions or keywords), of the tables named after the cursor too
+    assert complete(session, "SELECT `cu", " FROM orders") == [
+        ("customer`", "customer", "VARCHAR")]
+    assert texts(session, "SELECT o.`am", " FROM orders o") == ["amount`"]
+    assert texts(session, "SELECT `", " FROM customers") == ["cid`", "name`"]
+    # where no name belongs, nothing
+    assert texts(session, "SET `exec") == []
+    assert texts(session, "CREATE TABLE `x") == []
+
+
 @pytest.mark.parametrize("before", [
     "SELECT 'abc",                      # inside a string literal
     "SELECT \"ab",                      # inside an unclosed quoted identifier
@@ -151,6 +202,10 @@ def test_incomplete_sql_never_raises(session: Session, before: str) -> None:
     ("SELECT /* FROM ", "none"),
     ("EXPLAIN SELECT * FROM ", "table"),
     ("EXPLAIN VERBOSE SELECT * FROM orders WHERE ", "expression"),
+    ("EXPLAIN MEMO SELECT * FROM ", "table"),
+    ("EXPLAIN ", "second_word"),
+    ("SELECT * FROM `ord", "table"),
+    ("SELECT `a", "expression"),
     ("SELECT 1; SELECT * FROM orders; SELECT * FROM ", "table"),
     ("SELECT a, ", "expression"),
     ("SELECT a FROM t WHERE b IN (1, ", "expression"),

@@ -10,7 +10,7 @@ import pytest
 
 import flowsql
 from flowsql.shell.help import HELP_TEXT
-from tests.shell.terminal import PROMPT, TerminalShell
+from tests.shell.terminal import PROMPT, Terminal
 
 INIT = """\
 CREATE TABLE orders (id BIGINT, customer VARCHAR, amount DOUBLE)
@@ -23,20 +23,21 @@ START_SCREEN = ["Table 'orders' created", "", "View 'big' created",
 
 
 @pytest.fixture(scope="module")
-def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TerminalShell, list[str]]]:
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Terminal, list[str]]]:
     workdir = tmp_path_factory.mktemp("terminal")
     init = workdir / "init.sql"
     init.write_text(INIT)
-    shell = TerminalShell(["-i", str(init)], workdir)
+    shell = Terminal("-i", str(init), width=100, height=40)
     try:
-        first = shell.wait_for(lambda lines: lines[-1:] == [PROMPT])
+        first = shell.wait_until(lambda lines: lines[-1:] == [PROMPT], "the first prompt",
+                                 shell.lines)
         yield shell, first
     finally:
         shell.close()
 
 
 @pytest.fixture
-def shell(started: tuple[TerminalShell, list[str]]) -> TerminalShell:
+def shell(started: tuple[Terminal, list[str]]) -> Terminal:
     terminal, _ = started
     terminal.fresh_prompt()
     return terminal
@@ -49,66 +50,67 @@ def menu(typed: str, *items: str) -> list[str]:
     return [f"{PROMPT} {typed}".rstrip(), *(f"{indent}{item}" for item in items)]
 
 
-def expect(shell: TerminalShell, lines: list[str]) -> None:
-    assert shell.wait_for(lambda screen: screen == lines, timeout=60) == lines
+def expect(shell: Terminal, lines: list[str]) -> None:
+    assert shell.wait_until(lambda screen: screen == lines, "\n".join(lines), shell.lines) == lines
 
 
 def test_init_script_runs_before_the_first_prompt(
-        started: tuple[TerminalShell, list[str]]) -> None:
+        started: tuple[Terminal, list[str]]) -> None:
     _, first = started
     assert first == START_SCREEN
 
 
-def test_tables_and_views_after_from(shell: TerminalShell) -> None:
+def test_tables_and_views_after_from(shell: Terminal) -> None:
     shell.type("SELECT * FROM ")
-    shell.press("Tab")
+    shell.key("Tab")
     expect(shell, menu("SELECT * FROM ", "big     view", "orders  table"))
 
 
-def test_columns_after_an_alias_named_later_in_the_statement(shell: TerminalShell) -> None:
+def test_columns_after_an_alias_named_later_in_the_statement(shell: Terminal) -> None:
     shell.type("SELECT o. FROM orders o")
-    shell.press(*["Left"] * len(" FROM orders o"))
-    shell.press("Tab")
+    shell.key(*["Left"] * len(" FROM orders o"))
+    shell.key("Tab")
     expect(shell, [f"{PROMPT} SELECT o. FROM orders o",
                    *menu("SELECT o.", "id        BIGINT", "customer  VARCHAR",
                          "amount    DOUBLE")[1:]])
     shell.type("cu")
-    shell.press("Tab")
+    shell.key("Tab")
     expect(shell, ["flowsql> SELECT o.customer FROM orders o"])
 
 
-def test_setting_key_then_its_allowed_values(shell: TerminalShell) -> None:
+def test_setting_key_then_its_allowed_values(shell: Terminal) -> None:
     shell.type("SET 'execution.runt")
-    shell.press("Tab")  # one key fits: it is inserted with its closing quote
+    shell.key("Tab")  # one key fits: it is inserted with its closing quote
     expect(shell, ["flowsql> SET 'execution.runtime-mode'"])
     shell.type(" = '")
-    shell.press("Tab")
+    shell.key("Tab")
     expect(shell, menu("SET 'execution.runtime-mode' = '", "batch", "streaming"))
 
 
-def test_option_keys_of_the_connector_in_that_with(shell: TerminalShell) -> None:
+def test_option_keys_of_the_connector_in_that_with(shell: Terminal) -> None:
     typed = "CREATE TABLE g (x INT) WITH ('connector' = 'datagen', '"
     shell.type(typed)
-    shell.press("Tab")
+    shell.key("Tab")
     expect(shell, menu(typed, "number-of-rows   integer", "rows-per-second  integer",
                        "seed             integer"))
 
 
 @pytest.mark.parametrize("spelling", ["help", "HELP;", "\\?"])
-def test_help_in_each_spelling_prints_at_once(shell: TerminalShell, spelling: str) -> None:
+def test_help_in_each_spelling_prints_at_once(shell: Terminal, spelling: str) -> None:
     shell.type(spelling)
-    shell.press("Enter")
+    shell.key("Enter")
     expect(shell, [f"{PROMPT} {spelling}", *HELP_TEXT.splitlines(), "", PROMPT])
 
 
-def test_a_statement_typed_over_three_lines(shell: TerminalShell) -> None:
+def test_a_statement_typed_over_three_lines(shell: Terminal) -> None:
     for line in ("SELECT x,", "  x * 2 AS y", "FROM (VALUES (1), (2)) AS v(x);"):
         shell.type(line)
-        shell.press("Enter")
+        shell.key("Enter")
     # the result's timing line, not only a prompt at the bottom: a slow machine may show
     # the prompt before the statement's output has been drawn
-    screen = shell.wait_for(lambda lines: lines[-1:] == [PROMPT] and len(lines) > 3
-                            and lines[-3].startswith("2 rows in "))
+    screen = shell.wait_until(lambda lines: lines[-1:] == [PROMPT] and len(lines) > 3
+                              and lines[-3].startswith("2 rows in "), "the result",
+                              shell.lines)
     timing = screen[-3]
     assert timing.startswith("2 rows in ") and timing.endswith(" s")
     assert screen[:-3] == ["flowsql> SELECT x,",
@@ -122,7 +124,7 @@ def test_a_statement_typed_over_three_lines(shell: TerminalShell) -> None:
 
 
 def test_keywords_strings_and_comments_are_coloured_and_brackets_matched(
-        shell: TerminalShell) -> None:
+        shell: Terminal) -> None:
     typed = "SELECT (1 + 2) AS x, 'a' -- note"
     shell.type(typed)
     expect(shell, [f"{PROMPT} {typed}"])
@@ -140,7 +142,8 @@ def test_keywords_strings_and_comments_are_coloured_and_brackets_matched(
     assert attributes(" x, ") == {frozenset()}
     # the cursor is at the end, on no bracket: neither bracket is marked
     assert not any("reverse" in a for a in attributes("(") | attributes(")"))
-    shell.press(*["Left"] * len(" AS x, 'a' -- note"))  # just after ')'
-    shell.wait_for(lambda _: any("reverse" in a for a in attributes(")")))
+    shell.key(*["Left"] * len(" AS x, 'a' -- note"))  # just after ')'
+    shell.wait_until(lambda _: any("reverse" in a for a in attributes(")")),
+                     "the bracket marked", shell.lines)
     assert all("reverse" in a for a in attributes("(") | attributes(")"))
     assert not any("reverse" in a for a in attributes("1 + 2"))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.shell.terminal_screen import Terminal
+from tests.shell.terminal import Terminal
 
 PRINTED = re.compile(r"^\+I\[(\d+)\]$")
 

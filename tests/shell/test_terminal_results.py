@@ -11,7 +11,7 @@ import pytest
 
 import flowsql
 from flowsql.render import render_change_rows
-from tests.shell.terminal_screen import Terminal
+from tests.shell.terminal import Terminal
 
 STATUS = re.compile(r"^ (\d+) rows \| (\d+) changes \| refresh 0\.5 s \| running \| q: quit$")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.shell.terminal_screen import Terminal
+from tests.shell.terminal import Terminal
 
 
 def test_spark_start_shows_progress_and_keeps_its_log_out(tmp_path: Path) -> None:

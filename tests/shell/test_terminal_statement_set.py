@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shell.terminal_screen import Terminal
+from tests.shell.terminal import Terminal
 
 
 @pytest.fixture()

@@ -233,11 +233,13 @@ class MiniCluster:
         # The workers share this machine's cores instead of each assuming all of them.
         env = {**os.environ,
                "FLOWSQL_WORKER_THREADS": str(max(1, (os.cpu_count() or 1) // count))}
+        # a process group of its own: a Ctrl-C in the shell's terminal goes to the shell's
+        # group only, also while the worker is still starting (before it ignores SIGINT)
         return subprocess.Popen(
             [sys.executable, "-m", "flowsql.runtime.cluster.worker",
              "--coordinator", f"{host}:{port}", "--worker-id", str(index),
              "--heartbeat", str(self.heartbeat_interval)],
-            stdin=subprocess.DEVNULL, env=env)
+            stdin=subprocess.DEVNULL, env=env, process_group=0)
 
     def _await_hello(self, indexes: set[int], timeout: float) -> None:
         """Accept the control connections of the workers at ``indexes``."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +25,7 @@ import pyarrow as pa
 from flowsql.errors import ExecutionError
 from flowsql.planner.explain_analyze import OperatorActuals
 from flowsql.planner.physical import PhysicalPlan
+from flowsql.runtime.batch_progress import ProgressTracker, subtask_reports
 from flowsql.runtime.channels import ChannelServer
 from flowsql.runtime.cluster import MiniCluster
 from flowsql.runtime.jobgraph import build_job_graph
@@ -52,9 +54,10 @@ class ParallelRunner:
         return self._cluster.pids if self._cluster is not None else []
 
     def execute(self, plan: PhysicalPlan, settings: dict[str, str],
-                parallelism: int) -> pa.Table:
-        """Run ``plan`` (exchanges placed, root on one subtask) to completion."""
-        return self._execute(plan, settings, parallelism, profile=False)[0]
+                parallelism: int, progress: ProgressTracker | None = None) -> pa.Table:
+        """Run ``plan`` (exchanges placed, root on one subtask) to completion;
+        ``progress`` (optional) follows the subtasks' reports while it runs."""
+        return self._execute(plan, settings, parallelism, profile=False, progress=progress)[0]
 
     def execute_profiled(self, plan: PhysicalPlan, settings: dict[str, str],
                          parallelism: int) -> tuple[pa.Table, dict[str, OperatorActuals]]:
@@ -65,8 +68,10 @@ class ParallelRunner:
                                     if "operators" in r)
 
     def _execute(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int,
-                 profile: bool) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
-        """The result table and every task's result (by task id)."""
+                 profile: bool, progress: ProgressTracker | None = None
+                 ) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
+        """The result table and every task's result (by task id). An interrupt (Ctrl-C)
+        while the result is received cancels the job on the workers."""
         graph = build_job_graph(plan, parallelism)
         if graph.root.parallelism != 1:
             raise ExecutionError("the root of a parallel plan must run on one subtask "
@@ -79,11 +84,21 @@ class ParallelRunner:
                 {"channel": f"result-{next(self._names)}", "host": host, "port": port})
             if profile:
                 tasks = [replace(t, config={**t.config, "profile": True}) for t in tasks]
+            if progress is not None:
+                tasks = [replace(t, config={**t.config, "progress": True}) for t in tasks]
             channels = register_results(server, names, settings)
             try:
                 job = cluster.submit(tasks, edges, settings)
-                batches = list(receive_results(job, channels))
-                results = job.result()
+                if progress is not None:
+                    progress.follow(Counter(name for t in tasks
+                                            for name in t.config["operator_ids"]),
+                                    lambda: subtask_reports(job.results, job.progress))
+                try:
+                    batches = list(receive_results(job, channels))
+                    results = job.result()
+                except KeyboardInterrupt:
+                    job.cancel()
+                    raise
             finally:
                 unregister_results(server, channels)
         return result_table(plan, batches), results

@@ -15,12 +15,17 @@ Config keys: ``plan``, ``stage``, ``parallelism``, ``inputs`` (``[edge id, numbe
 sending subtasks]`` in edge order, matching the order of the task's input channels),
 ``output`` (``{kind, keys, max_parallelism}`` or None) and ``result`` (``{channel, host,
 port}`` or None); optionally ``profile`` (true: the subtask also reports each operator's
-rows and own time, for EXPLAIN ANALYZE; see :mod:`flowsql.runtime.operator_profile`).
+rows and own time, for EXPLAIN ANALYZE; see :mod:`flowsql.runtime.operator_profile`) and
+``progress`` (true: the subtask reports its operators' rows so far and which finished,
+every ``REPORT_S`` seconds and in its result, for the shell's progress line; see
+:mod:`flowsql.runtime.batch_progress`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+import contextlib
+import threading
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -28,6 +33,7 @@ import pyarrow as pa
 from flowsql.errors import ExecutionError, FlowSQLError
 from flowsql.planner.config.settings import SettingValues
 from flowsql.planner.physical import PhysicalPlan, TableScanExec
+from flowsql.runtime.batch_progress import REPORT_S, ProgressCounters
 from flowsql.runtime.channels import (
     BufferedWriter,
     ChannelError,
@@ -39,7 +45,7 @@ from flowsql.runtime.connectors.implementations import split_scan_operator
 from flowsql.runtime.events import CheckpointBarrier, SenderIdle, Watermark
 from flowsql.runtime.jobgraph import StageInput
 from flowsql.runtime.operator import MemoryBudget, Operator, OperatorContext
-from flowsql.runtime.operator_profile import Profile
+from flowsql.runtime.operator_profile import Profile, preorder
 from flowsql.runtime.operators.shared_subplan import SharedSubplans
 from flowsql.runtime.parallel.exchange_source import ExchangeSource, drain
 from flowsql.runtime.parallel.partitioner import Partitioner
@@ -68,20 +74,51 @@ def run_stage(context: TaskContext) -> Mapping[str, Any]:
         pipeline.shared = SharedSubplans(plan, pipeline.run)
         if config.get("profile"):
             pipeline.profile = Profile()
+        if config.get("progress"):
+            pipeline.progress = ProgressCounters()
+            pipeline.names = dict(zip((id(n) for n in preorder(plan)),
+                                      config["operator_ids"]))
         rows = 0
-        for batch in pipeline.run(plan):
-            sink.write(batch)
-            rows += batch.num_rows
-        drain(context.inputs, context.cancelled)
+        with _reporting(context, pipeline.progress):
+            for batch in pipeline.run(plan):
+                sink.write(batch)
+                rows += batch.num_rows
+            drain(context.inputs, context.cancelled)
         sink.finish()
     except BaseException:
         sink.abort(f"task {context.task_id} failed")
         raise
     finally:
         spill.cleanup()
+    result: dict[str, Any] = {"rows": rows}
     if pipeline.profile is not None:
-        return {"rows": rows, "operators": pipeline.profile.report(plan, config["operator_ids"])}
-    return {"rows": rows}
+        result["operators"] = pipeline.profile.report(plan, config["operator_ids"])
+    if pipeline.progress is not None:
+        result["progress"] = pipeline.progress.report()
+    return result
+
+
+@contextlib.contextmanager
+def _reporting(context: TaskContext, counters: ProgressCounters | None) -> Iterator[None]:
+    """While the body runs, send ``counters``' figures every ``REPORT_S`` seconds (from a
+    thread: the task's thread is busy running operators)."""
+    if counters is None:
+        yield
+        return
+    done = threading.Event()
+
+    def report() -> None:
+        while not done.wait(REPORT_S):
+            with contextlib.suppress(RuntimeError):  # a dict grew while it was copied
+                context.report({"progress": counters.report()})
+
+    reporter = threading.Thread(target=report, name="progress-report", daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
 
 
 class StageOutput:
@@ -158,6 +195,9 @@ class _Pipeline:
         self.next_id = 0
         self.channels = input_channels(context.config)
         self.profile: Profile | None = None
+        #: live rows and ends per operator, by ``id(node)`` -> operator id in ``names``
+        self.progress: ProgressCounters | None = None
+        self.names: dict[int, str] = {}
         #: the stage's shared subplans, each computed once per subtask
         self.shared: SharedSubplans | None = None
 
@@ -181,6 +221,8 @@ class _Pipeline:
                                   parallelism=self.parallelism,
                                   shared_subplans=self.shared)
         batches = pull(node, operator, context, _guarded, self.run)
+        if self.progress is not None and id(node) in self.names:
+            batches = self.progress.counted(self.names[id(node)], batches)
         yield from (batches if self.profile is None
                     else self.profile.timed(node, batches, context.metrics))
 

@@ -3,12 +3,15 @@ return its changelog, which runs when it is read."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from flowsql.planner.physical import PhysicalPlan
+from flowsql.planner.query_progress import ProgressSource
 from flowsql.session.execute.planning import explain_text, plan_statement
 from flowsql.session.result import Result
 from flowsql.sql.statement_parser import QueryStatement
@@ -36,25 +39,43 @@ def execute_query(session: Session, statement: QueryStatement) -> Result:
 
 
 def run_physical(session: Session, physical: PhysicalPlan) -> pa.Table:
-    """Run a physical plan on the session's engine."""
+    """Run a physical plan on the session's engine; with ``session.track_progress`` on,
+    ``session.progress()`` follows the run while it goes on."""
     if session.settings.get("engine") == "spark":
         from flowsql.spark import run_plan
+        from flowsql.spark.progress import SparkProgress
 
-        return run_plan(physical, session.settings)
+        stages = SparkProgress() if session.track_progress else None
+        with _followed(session, stages):
+            return run_plan(physical, session.settings, stages)
     from flowsql.optimizer.distribution import parallelism
     from flowsql.optimizer.search import runs_on_workers
+    from flowsql.runtime.batch_progress import ProgressTracker
 
+    progress = ProgressTracker(physical) if session.track_progress else None
     workers = parallelism(session.settings)
-    # without exchanges the search chose one subtask: run in this process, no workers
-    if workers > 1 and runs_on_workers(physical):
-        from flowsql.runtime.parallel import ParallelRunner
+    with _followed(session, progress):
+        # without exchanges the search chose one subtask: run in this process, no workers
+        if workers > 1 and runs_on_workers(physical):
+            from flowsql.runtime.parallel import ParallelRunner
 
-        if session.parallel_runner is None:
-            session.parallel_runner = ParallelRunner()
-        return session.parallel_runner.execute(physical, session.settings, workers)  # type: ignore[no-any-return]
-    from flowsql.runtime.executor import execute
+            if session.parallel_runner is None:
+                session.parallel_runner = ParallelRunner()
+            return session.parallel_runner.execute(  # type: ignore[no-any-return]
+                physical, session.settings, workers, progress)
+        from flowsql.runtime.executor import execute
 
-    return execute(physical, session.settings)
+        return execute(physical, session.settings, progress)
+
+
+@contextlib.contextmanager
+def _followed(session: Session, source: ProgressSource | None) -> Iterator[None]:
+    """``source`` is what ``session.progress()`` reads while the body runs."""
+    session.running_query = source
+    try:
+        yield
+    finally:
+        session.running_query = None
 
 
 def _stream_query(session: Session, physical: PhysicalPlan, info: Any, plan_text: str
