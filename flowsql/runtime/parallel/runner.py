@@ -57,16 +57,21 @@ class ParallelRunner:
         return self._execute(plan, settings, parallelism, profile=False)[0]
 
     def execute_profiled(self, plan: PhysicalPlan, settings: dict[str, str],
-                         parallelism: int) -> tuple[pa.Table, dict[str, OperatorActuals]]:
+                         parallelism: int, cancelled: threading.Event | None = None
+                         ) -> tuple[pa.Table, dict[str, OperatorActuals]]:
         """``execute``, plus every operator's rows (summed over its subtasks) and own time
-        (the slowest subtask's) by operator id, for EXPLAIN ANALYZE."""
-        table, results = self._execute(plan, settings, parallelism, profile=True)
+        (the slowest subtask's) by operator id, for EXPLAIN ANALYZE. Setting
+        ``cancelled`` cancels the job; the table then holds what arrived before."""
+        table, results = self._execute(plan, settings, parallelism, profile=True,
+                                       cancelled=cancelled)
         return table, merge_reports(r["operators"] for r in results.values()
                                     if "operators" in r)
 
     def _execute(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int,
-                 profile: bool) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
-        """The result table and every task's result (by task id)."""
+                 profile: bool, cancelled: threading.Event | None = None
+                 ) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
+        """The result table and every task's result (by task id; none when the job was
+        cancelled)."""
         graph = build_job_graph(plan, parallelism)
         if graph.root.parallelism != 1:
             raise ExecutionError("the root of a parallel plan must run on one subtask "
@@ -82,8 +87,8 @@ class ParallelRunner:
             channels = register_results(server, names, settings)
             try:
                 job = cluster.submit(tasks, edges, settings)
-                batches = list(receive_results(job, channels))
-                results = job.result()
+                batches = list(receive_results(job, channels, cancelled))
+                results = {} if cancelled is not None and cancelled.is_set() else job.result()
             finally:
                 unregister_results(server, channels)
         return result_table(plan, batches), results
