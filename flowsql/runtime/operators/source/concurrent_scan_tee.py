@@ -39,7 +39,8 @@ _WAKE_S = 0.1
 
 class ConcurrentScanTee:
     """See the module docstring. ``batches_read`` and ``rows_read`` count what the scan
-    produced: each row once, however many leaves take it."""
+    produced: each row once, however many leaves take it; ``peak_waiting`` is the most
+    batches that ever waited in one leaf's queue."""
 
     def __init__(self, group: ScanGroup, capacity: int, stop: threading.Event) -> None:
         if capacity < 1:
@@ -49,6 +50,7 @@ class ConcurrentScanTee:
         self.stop = stop
         self.batches_read = 0
         self.rows_read = 0
+        self.peak_waiting = 0
         self._lock = threading.Condition()
         self._queues: list[deque[pa.RecordBatch]] = [deque() for _ in range(group.consumers)]
         self._open = set(range(group.consumers))
@@ -100,7 +102,9 @@ class ConcurrentScanTee:
             self.batches_read += 1
             self.rows_read += batch.num_rows
             for other in self._open - {index}:
-                self._queues[other].append(batch)
+                queue = self._queues[other]
+                queue.append(batch)
+                self.peak_waiting = max(self.peak_waiting, len(queue))
             return [batch]
 
     def _held_back(self, index: int) -> bool:
