@@ -119,6 +119,20 @@ def test_every_sink_gets_its_rows_from_one_read(tmp_path: Path, mode: str,
         s.close()
 
 
+@pytest.mark.parametrize("mode", ["batch", "streaming"])
+def test_separate_inserts_at_parallelism_2_write_the_same_rows(tmp_path: Path,
+                                                               mode: str) -> None:
+    """Each INSERT alone (a batch INSERT whose plan has exchanges runs on the workers)."""
+    s = _session(tmp_path, mode, 2, INSERTS)
+    try:
+        for name, (_, query) in INSERTS.items():
+            job = s.sql(f"INSERT INTO {name} {query}").job
+            assert job.wait(120) == "FINISHED"
+            assert _written(tmp_path / name) == _expected(query), name
+    finally:
+        s.close()
+
+
 def test_batch_inserts_read_the_shared_table_together(tmp_path: Path) -> None:
     """Many small batches: the INSERTs take them as they are read, so no more than the
     queue's few batches ever wait for one INSERT (the whole table did before)."""
