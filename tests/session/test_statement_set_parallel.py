@@ -238,11 +238,12 @@ def test_checkpointed_statement_set_commits_every_row_once(tmp_path: Path,
         s.close()
 
 
-def test_statement_set_recovers_from_a_killed_worker(tmp_path: Path) -> None:
+def test_statement_set_recovers_from_a_killed_worker(tmp_path: Path,
+                                                    parallelism: int) -> None:
     """kill -9 of the worker after a checkpoint: the job restarts from it (the shared
     read from its recorded position, the sinks from their pending files) and the committed
     output is exactly the failure-free one."""
-    s = _checkpointed_session(tmp_path, 1, rate=800)  # runs ~10 s: the kill lands inside
+    s = _checkpointed_session(tmp_path, parallelism, rate=800)  # ~10 s: the kill lands inside
     try:
         [result] = list(s.run_script(CHECKPOINTED_SET))
         job = result.job
