@@ -46,6 +46,7 @@ from flowsql.planner.physical import (
     WindowAggregateExec,
     WindowTableFunctionExec,
 )
+from flowsql.planner.physical_statement_set import SharedScanExec
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
@@ -176,6 +177,8 @@ _SIGNATURES: dict[type, tuple[str, _Signature]] = {
     WindowTableFunctionExec: ("window-assign", lambda n: None),
     TableFunctionExec: ("table-function", lambda n: None),
     TableScanExec: ("source", lambda n: [n.table.name]),
+    # a statement set's leaf of a shared read means what the scan it replaced meant
+    SharedScanExec: ("source", lambda n: [n.group.scan.table.name]),
     ValuesExec: ("values", lambda n: [f.name for f in n.fields]),
     SinkExec: ("sink", lambda n: [n.table.name]),
     WatermarkAssignerExec: ("watermark", lambda n: [render(n.time_column)]),

@@ -147,10 +147,14 @@ class DatagenSource(Source):
         #: the rows of a restore not yet taken over (see ``_resume``)
         self._restored: list[dict[str, Any]] | None = None
 
-    def produce(self) -> Iterator[pa.RecordBatch]:
+    def _rate_and_size(self) -> tuple[int, int]:
+        """This subtask's rows per second (0: unthrottled) and the chunk size of a new
+        deal. Every subtask computes the same size, also when a snapshot before the first
+        batch fixes the deal (``snapshot_state``): subtasks dealing different sizes would
+        emit overlapping chunks."""
         size = batch_size(self.context.settings)
-        subtask, parallelism = self.context.subtask_index, self.context.parallelism
         rate = self.table.rows_per_second
+        parallelism = self.context.parallelism
         if rate > 0 and parallelism > 1:
             rate = -(-rate // parallelism)  # the rate is the job's: each subtask does 1/p
         if rate > 0:
@@ -160,6 +164,11 @@ class DatagenSource(Source):
             timeout = ChannelSettings.from_settings(self.context.settings).buffer_timeout_ms
             per_timeout = rate * max(timeout, 1) // 1000 if timeout >= 0 else rate
             size = max(1, min(size, rate, per_timeout))
+        return rate, size
+
+    def produce(self) -> Iterator[pa.RecordBatch]:
+        subtask, parallelism = self.context.subtask_index, self.context.parallelism
+        rate, size = self._rate_and_size()
         total = self.table.total_rows
         if not self._resume(size) and self._size == 0:  # a fresh start
             self._base, self._size = 0, size
@@ -199,7 +208,7 @@ class DatagenSource(Source):
 
     def snapshot_state(self, checkpoint_id: int) -> dict[str, pa.Table]:
         if self._restored:  # snapshotted before it started: it stands where it was restored
-            self._resume(self._size or batch_size(self.context.settings))
+            self._resume(self._size or self._rate_and_size()[1])
         pending = [{"start": s, "end": e} for s, e in self._pending]
         self._state.update(pa.table({"position": [self.position],
                                      "subtask": [self.context.subtask_index],

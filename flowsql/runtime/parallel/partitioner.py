@@ -7,6 +7,8 @@
 * rebalance: whole batches round-robin, each sender starting at its own subtask index so
   small outputs of many senders still spread.
 * gather: the one receiver gets everything.
+* forward: the one receiver, the subtask of the same index, gets everything (a statement
+  set's shared read hands each of its consumers the rows of its own subtask).
 
 Receivers are the writers in subtask order (the job's edges are deployed that way).
 """
@@ -30,10 +32,10 @@ class Partitioner:
 
     def __init__(self, kind: str, keys: Sequence[Expr], schema: Schema,
                  writers: Sequence[BufferedWriter], subtask: int, max_parallelism: int) -> None:
-        if kind not in ("hash", "broadcast", "rebalance", "gather"):
+        if kind not in ("hash", "broadcast", "rebalance", "gather", "forward"):
             raise ExecutionError(f"no partitioner for a {kind} edge")
-        if kind == "gather" and len(writers) != 1:
-            raise ExecutionError(f"a gather edge needs one receiver, got {len(writers)}")
+        if kind in ("gather", "forward") and len(writers) != 1:
+            raise ExecutionError(f"a {kind} edge needs one receiver, got {len(writers)}")
         self.kind = kind
         self.writers = list(writers)
         self.max_parallelism = max_parallelism

@@ -33,6 +33,7 @@ from flowsql.planner.catalog import (
 )
 from flowsql.planner.logical import WindowShape
 from flowsql.planner.nesting import deep_nesting, too_deep_message
+from flowsql.planner.physical_statement_set import StatementSetExec
 from flowsql.planner.schema import Field
 from flowsql.planner.udf import FunctionHints, UserFunction
 from flowsql.runtime.jobgraph import StageInput
@@ -46,7 +47,7 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.SharedSubplanExec, P.ReuseSubplanExec,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
-    S.WindowedAggregateExec,
+    S.WindowedAggregateExec, StatementSetExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
     E.Frame, E.WindowCall, E.UdfCall, UserFunction, FunctionHints, Field, TableEntry,
     TableStatistics, ColumnStatistics, WatermarkSpec,

@@ -60,18 +60,23 @@ class ParallelRunner:
         return self._execute(plan, settings, parallelism, profile=False, progress=progress)[0]
 
     def execute_profiled(self, plan: PhysicalPlan, settings: dict[str, str],
-                         parallelism: int) -> tuple[pa.Table, dict[str, OperatorActuals]]:
+                         parallelism: int, cancelled: threading.Event | None = None
+                         ) -> tuple[pa.Table, dict[str, OperatorActuals]]:
         """``execute``, plus every operator's rows (summed over its subtasks) and own time
-        (the slowest subtask's) by operator id, for EXPLAIN ANALYZE."""
-        table, results = self._execute(plan, settings, parallelism, profile=True)
+        (the slowest subtask's) by operator id, for EXPLAIN ANALYZE. Setting
+        ``cancelled`` cancels the job; the table then holds what arrived before."""
+        table, results = self._execute(plan, settings, parallelism, profile=True,
+                                       cancelled=cancelled)
         return table, merge_reports(r["operators"] for r in results.values()
                                     if "operators" in r)
 
     def _execute(self, plan: PhysicalPlan, settings: dict[str, str], parallelism: int,
-                 profile: bool, progress: ProgressTracker | None = None
+                 profile: bool, progress: ProgressTracker | None = None,
+                 cancelled: threading.Event | None = None
                  ) -> tuple[pa.Table, dict[str, dict[str, Any]]]:
-        """The result table and every task's result (by task id). An interrupt (Ctrl-C)
-        while the result is received cancels the job on the workers."""
+        """The result table and every task's result (by task id; none when ``cancelled``
+        was set). An interrupt (Ctrl-C) while the result is received cancels the job on
+        the workers."""
         graph = build_job_graph(plan, parallelism)
         if graph.root.parallelism != 1:
             raise ExecutionError("the root of a parallel plan must run on one subtask "
@@ -94,8 +99,9 @@ class ParallelRunner:
                                             for name in t.config["operator_ids"]),
                                     lambda: subtask_reports(job.results, job.progress))
                 try:
-                    batches = list(receive_results(job, channels))
-                    results = job.result()
+                    batches = list(receive_results(job, channels, cancelled))
+                    results = ({} if cancelled is not None and cancelled.is_set()
+                               else job.result())
                 except KeyboardInterrupt:
                     job.cancel()
                     raise

@@ -13,7 +13,8 @@ the operator), with three differences at the leaves and the root:
 
 Config keys: ``plan``, ``stage``, ``parallelism``, ``inputs`` (``[edge id, number of
 sending subtasks]`` in edge order, matching the order of the task's input channels),
-``output`` (``{kind, keys, max_parallelism}`` or None) and ``result`` (``{channel, host,
+``outputs`` (per output edge ``{kind, keys, max_parallelism, receivers, columns}``, in
+edge order; the task's output channels are split among them in that order) and ``result`` (``{channel, host,
 port}`` or None); optionally ``profile`` (true: the subtask also reports each operator's
 rows and own time, for EXPLAIN ANALYZE; see :mod:`flowsql.runtime.operator_profile`) and
 ``progress`` (true: the subtask reports its operators' rows so far and which finished,
@@ -122,48 +123,65 @@ def _reporting(context: TaskContext, counters: ProgressCounters | None) -> Itera
 
 
 class StageOutput:
-    """Where the stage's root sends its batches: the next stage or the coordinator."""
+    """Where the stage's root sends its batches: the next stage (or, for a statement
+    set's shared read, the next stages: one partitioner per output edge, each given only
+    the columns its edge carries) or the coordinator."""
 
     def __init__(self, context: TaskContext, plan: PhysicalPlan) -> None:
         config = context.config
         self.result: BufferedWriter | None = None
-        self.partitioner: Partitioner | None = None
+        self.partitioners: list[tuple[Partitioner, list[int] | None]] = []
+        self._width = len(plan.schema)
         if config.get("result") is not None:
             target = config["result"]
             self.result = BufferedWriter(
                 RemoteOutputChannel(target["channel"], (target["host"], int(target["port"]))),
                 ChannelSettings.from_settings(context.settings))
-        else:
-            output = config["output"]
-            self.partitioner = Partitioner(output["kind"], loads(output["keys"]), plan.schema,
-                                           context.outputs, context.subtask,
-                                           int(output["max_parallelism"]))
+            return
+        position = 0
+        for output in config["outputs"]:
+            receivers = int(output["receivers"])
+            writers = context.outputs[position:position + receivers]
+            position += receivers
+            partitioner = Partitioner(output["kind"], loads(output["keys"]), plan.schema,
+                                      writers, context.subtask,
+                                      int(output["max_parallelism"]))
+            self.partitioners.append((partitioner, output["columns"]))
+
+    @property
+    def writers(self) -> list[BufferedWriter]:
+        """Every channel to the next stages."""
+        return [w for partitioner, _ in self.partitioners for w in partitioner.writers]
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self.result is not None:
             self.result.write(batch)
-        elif self.partitioner is not None:
-            self.partitioner.write(batch)
+        for partitioner, columns in self.partitioners:
+            partitioner.write(batch if columns is None else self._select(batch, columns))
+
+    def _select(self, batch: pa.RecordBatch, columns: list[int]) -> pa.RecordBatch:
+        """The edge's columns of ``batch``, then any columns after the plan's (the row
+        kinds of a changelog)."""
+        positions = [*columns, *range(self._width, batch.num_columns)]
+        return pa.RecordBatch.from_arrays([batch.column(i) for i in positions],
+                                          names=[batch.schema.field(i).name for i in positions])
 
     def watermark(self, timestamp: int) -> None:
         """Event time passed ``timestamp``: every receiver hears it, after the batches
         written before it (the coordinator has no use for it)."""
-        if self.partitioner is not None:
-            for writer in self.partitioner.writers:
-                writer.emit(Watermark(timestamp))
+        for writer in self.writers:
+            writer.emit(Watermark(timestamp))
 
     def barrier(self, barrier: CheckpointBarrier) -> None:
         """Checkpoint barrier: every receiver gets it after the batches written before it.
         The coordinator's result channel does not take part in checkpoints."""
-        if self.partitioner is not None:
-            for writer in self.partitioner.writers:
-                writer.emit(barrier)
+        for writer in self.writers:
+            writer.emit(barrier)
 
     def idle(self) -> None:
         """This subtask has no input for now: receivers stop waiting for its watermark."""
-        if self.partitioner is not None:
-            for writer in self.partitioner.writers:
-                writer.emit(SenderIdle())
+        for writer in self.writers:
+            writer.emit(SenderIdle())
 
     def finish(self) -> None:
         if self.result is not None:
@@ -173,9 +191,8 @@ class StageOutput:
         """The end of the input: every receiver (the next stage's subtasks, or the
         coordinator) gets its EndOfInput now, not when the task returns."""
         self.finish()
-        if self.partitioner is not None:
-            for writer in self.partitioner.writers:
-                writer.finish()
+        for writer in self.writers:
+            writer.finish()
 
     def abort(self, reason: str) -> None:
         if self.result is not None:

@@ -22,7 +22,7 @@ def execute_insert(session: Session, statement: InsertStatement) -> Result:
     """``INSERT INTO table query``: submits a job and returns its handle at once."""
     from flowsql.runtime.checkpoint.compatibility import report_table, report_text
     from flowsql.runtime.checkpoint.restore_check import check_restore
-    from flowsql.runtime.streaming.job import BoundedRun, Job
+    from flowsql.runtime.streaming.job import Job
 
     entry = session.catalog.get(statement.table)
     if not isinstance(entry, TableEntry):
@@ -37,7 +37,7 @@ def execute_insert(session: Session, statement: InsertStatement) -> Result:
         verdicts = check_restore(physical, session.settings)
         run: Any = streaming_run(session, physical)
     else:
-        run = BoundedRun(physical, dict(session.settings))
+        run = _bounded_run(session, physical)
     job = Job(f"INSERT INTO {entry.name}", run)
     session.jobs.append(job)
     message = f"Job {job.id} submitted: INSERT INTO {entry.name}"
@@ -49,6 +49,25 @@ def execute_insert(session: Session, statement: InsertStatement) -> Result:
                   plan_text=explain_text(logical, optimized, physical,
                                          streaming=info is not None), job=job,
                   restore_report=None if verdicts is None else report_table(verdicts))
+
+
+def _bounded_run(session: Session, physical: PhysicalPlan) -> Any:
+    """A batch INSERT's run: on the session's workers when its plan has exchanges (the
+    single-process executor has no exchanges), else in this process."""
+    from flowsql.optimizer.distribution import parallelism
+    from flowsql.optimizer.search import runs_on_workers
+    from flowsql.runtime.streaming.job import BoundedRun
+
+    settings = dict(session.settings)
+    workers = parallelism(settings)
+    if workers > 1 and runs_on_workers(physical):
+        from flowsql.runtime.parallel import ParallelRunner
+        from flowsql.runtime.parallel.bounded_run import ParallelBoundedRun
+
+        if session.parallel_runner is None:
+            session.parallel_runner = ParallelRunner()
+        return ParallelBoundedRun(session.parallel_runner, physical, settings, workers)
+    return BoundedRun(physical, settings)
 
 
 def sink_plan(plan: PhysicalPlan, table: TableEntry, columns: tuple[str, ...] | None

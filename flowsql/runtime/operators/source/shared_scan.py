@@ -3,10 +3,15 @@ the same table (``planner.physical_statement_set``).
 
 A :class:`ScanTee` runs the group's scan operator once per run. Each leaf's operator asks
 the tee for its next batches: the leaf's own queue first; when that is empty, the tee reads
-the next batches from the scan and appends them to every other leaf's queue. Both runtimes
-drive one job in one thread, so no locking is needed. The streaming runner polls its
-sources in turn, so the queues stay short; the batch runner runs the INSERTs one after the
-other, so the rows the first INSERT reads wait in memory for the others.
+the next batches from the scan and appends them to every other leaf's queue. The streaming
+runner drives one job in one thread and polls its sources in turn, so the queues stay
+short and no locking is needed.
+
+A batch statement set in this process runs each INSERT in its own thread
+(``runtime.statement_set_run``); it installs a :class:`ConcurrentScanTee` for each group
+(``use_tee``), which bounds every queue, so the INSERTs read the shared rows together
+instead of one after the other. A run on worker processes has no tees: the job graph turns
+each group into a stage with one output edge per leaf (``runtime.jobgraph``).
 
 The scan opens with the first leaf's context and closes when the last leaf closes; the tee
 then starts afresh (a restarted run reads again).
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
+from typing import Protocol
 from weakref import WeakKeyDictionary
 
 import pyarrow as pa
@@ -24,7 +30,7 @@ from flowsql.planner.physical_statement_set import ScanGroup, SharedScanExec
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.contract import PolledSource
 
-__all__ = ["ScanTee", "SharedScanOperator", "StatementSetOperator"]
+__all__ = ["ScanTee", "SharedScanOperator", "StatementSetOperator", "Tee", "tee_of", "use_tee"]
 
 
 class ScanTee:
@@ -74,8 +80,9 @@ class ScanTee:
         batch = next(self._produced, None)
         return None if batch is None else [batch]
 
-    def close(self) -> None:
-        """One leaf closed; the last one closes the scan and resets the tee."""
+    def close(self, index: int) -> None:
+        """Leaf ``index`` closed; the last one closes the scan and resets the tee."""
+        self._queues[index].clear()
         self._closed += 1
         if self._closed < self.group.consumers:
             return
@@ -87,15 +94,31 @@ class ScanTee:
             scan.close()
 
 
+class Tee(Protocol):
+    """What a leaf asks of the shared read of its group."""
+
+    def open(self, context: OperatorContext) -> None: ...
+
+    def poll(self, index: int, max_wait_s: float) -> list[pa.RecordBatch] | None: ...
+
+    def close(self, index: int) -> None: ...
+
+
 #: the tee of each group, for as long as the plan holding the group lives
-_TEES: WeakKeyDictionary[ScanGroup, ScanTee] = WeakKeyDictionary()
+_TEES: WeakKeyDictionary[ScanGroup, Tee] = WeakKeyDictionary()
 
 
-def tee_of(group: ScanGroup) -> ScanTee:
+def tee_of(group: ScanGroup) -> Tee:
+    """The tee of ``group``: the one installed by ``use_tee``, else a :class:`ScanTee`."""
     tee = _TEES.get(group)
     if tee is None:
         tee = _TEES[group] = ScanTee(group)
     return tee
+
+
+def use_tee(group: ScanGroup, tee: Tee) -> None:
+    """Make ``tee`` the shared read of ``group`` for the leaves created from now on."""
+    _TEES[group] = tee
 
 
 class SharedScanOperator(PolledSource):
@@ -126,7 +149,7 @@ class SharedScanOperator(PolledSource):
         return pa.RecordBatch.from_arrays(columns, names=names)
 
     def close(self) -> None:
-        self._tee.close()
+        self._tee.close(self.node.index)
 
 
 class StatementSetOperator(Operator):

@@ -95,3 +95,28 @@ def test_a_chain_of_rescales_emits_every_row_once(sizes: tuple[int, int, int]) -
     ids += [i for subtask in range(3) for b in _open(subtask, 3, state).produce()
             for i in b.column(0).to_pylist()]
     assert sorted(ids) == list(range(40))
+
+
+def test_a_snapshot_before_the_first_batch_keeps_the_throttled_deal() -> None:
+    """Restored from a checkpoint taken before any row, one subtask is snapshotted again
+    before its first batch and the other is not: both must deal chunks of the same
+    (throttled) size, or their chunks overlap and rows come twice."""
+    throttled = TableScanExec(TableEntry("g", SCHEMA, {**TABLE.options,
+                                                       "rows-per-second": "400"}),
+                              NODE.fields, (), 40.0)
+    settings = {"execution.batch-size": "64", "execution.buffer-timeout": "100 ms"}
+
+    def opened(subtask: int, state: dict[str, pa.Table] | None) -> DatagenScanOperator:
+        operator = DatagenScanOperator(throttled)
+        operator.open(OperatorContext("datagen", settings, subtask_index=subtask,
+                                      parallelism=2))
+        if state is not None:
+            operator.restore_state(state)
+        return operator
+
+    fresh = merge_snapshots([opened(s, None).snapshot_state(1) for s in range(2)])
+    first, second = opened(0, fresh), opened(1, fresh)
+    first.snapshot_state(2)  # a checkpoint before its first batch
+    ids = [i for operator in (first, second) for b in operator.produce()
+           for i in b.column(0).to_pylist()]
+    assert sorted(ids) == list(range(40))
