@@ -136,7 +136,9 @@ class HashJoinExec(_Binary):
     ``kind`` as in the logical Join (inner, left, right, full, semi, anti, mark, single).
     ``build_side`` is the side held in the hash table (the optimizer picks the smaller).
     ``null_aware`` (anti and mark): NOT IN / IN semantics with NULL keys. Keys never match
-    on NULL (SQL equality).
+    on NULL (SQL equality). ``lookup``: the logical join was a lookup join (``FOR
+    SYSTEM_TIME AS OF``); batch runs it as this hash join (build right), streaming as a
+    ``LookupJoinExec``.
     """
 
     left: PhysicalPlan
@@ -149,6 +151,7 @@ class HashJoinExec(_Binary):
     est_rows: float
     mark: Field | None = None
     null_aware: bool = False
+    lookup: bool = False
 
     @property
     def schema(self) -> Schema:
