@@ -353,9 +353,11 @@ class WindowTableFunctionExec(_Unary):
         return (*self.input.schema, *self.window_fields)
 
 
-#: ``WindowAggregateExec.group_slots`` entries naming the window bounds
+#: ``WindowAggregateExec.group_slots`` entries naming the window bounds and the window's
+#: time (``window_end - 1 ms``, the TVF's window_time: a rowtime attribute of the result)
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
+WINDOW_TIME = "window_time"
 
 
 #: aggregates computed from count, sum and sum of squares (retractable and mergeable), so
@@ -376,7 +378,7 @@ class WindowAggregateExec(_Unary):
 
     ``time_column``, ``keys`` and the arguments of ``aggs`` are expressions over the TVF's
     *input*; ``group_slots[i]`` says where group field ``i`` comes from: WINDOW_START,
-    WINDOW_END, or an index into ``keys``. Output: group fields then agg fields, like the
+    WINDOW_END, WINDOW_TIME, or an index into ``keys``. Output: group fields then agg fields, like the
     Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
     rows *after* they have advanced the watermark, as a filter above Flink's source does. ``watermark_delay_ms`` (None: no watermark; every window fires
     at end of input) turns on per-record watermarks generated from ``time_column`` in
