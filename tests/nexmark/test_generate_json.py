@@ -83,3 +83,19 @@ def test_cli_gen_format_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "920 rows" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["nexmark", "gen", "--events", "10", "--out", str(tmp_path), "--format", "csv"])
+
+
+def test_a_json_filesystem_table_reads_the_bids_of_the_parquet_files(
+        both: tuple[Path, Path]) -> None:
+    import flowsql
+
+    parquet, json_dir = both
+    session = flowsql.connect()
+    session.sql(f"""CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT,
+                      channel STRING, url STRING, `dateTime` TIMESTAMP(3), extra STRING)
+                    WITH ('connector' = 'filesystem', 'path' = '{json_dir / 'bid'}',
+                          'format' = 'json')""")
+    got = session.sql("SELECT * FROM bid").to_arrow()
+    expected = pq.read_table(parquet / "bid")
+    assert got.num_rows == expected.num_rows > 0
+    assert sorted(got.to_pylist(), key=repr) == sorted(expected.to_pylist(), key=repr)
