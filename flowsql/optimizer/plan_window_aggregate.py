@@ -1,8 +1,7 @@
 """Physical rule ``plan_window_aggregate``: an Aggregate over a window TVF, grouped by the
 TVF's window_start and window_end (plus keys, and possibly its window_time), becomes one
-WindowAggregateExec -- Flink's
-window aggregate, which emits each window once when the watermark passes its end and
-drops late records.
+WindowAggregateExec -- Flink's window aggregate, which emits each window once when the
+watermark passes its end and drops late records.
 
 Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Projects are
 substituted into the expressions above them and filters become the node's ``predicate``;

@@ -378,8 +378,8 @@ class WindowAggregateExec(_Unary):
 
     ``time_column``, ``keys`` and the arguments of ``aggs`` are expressions over the TVF's
     *input*; ``group_slots[i]`` says where group field ``i`` comes from: WINDOW_START,
-    WINDOW_END, WINDOW_TIME, or an index into ``keys``. Output: group fields then agg fields, like the
-    Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
+    WINDOW_END, WINDOW_TIME, or an index into ``keys``. Output: group fields then agg
+    fields, like the Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
     rows *after* they have advanced the watermark, as a filter above Flink's source does. ``watermark_delay_ms`` (None: no watermark; every window fires
     at end of input) turns on per-record watermarks generated from ``time_column`` in
     input order, emitted every ``watermark_interval_ms`` (0: after every record).

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import flowsql
-from flowsql.errors import PlanError
+from flowsql.errors import BindError, PlanError
 
 PROBE_ROWS = 3000
 
@@ -115,3 +115,6 @@ def test_a_lookup_join_needs_an_equality_on_the_table(files: Path) -> None:
     with pytest.raises(PlanError, match="a lookup join needs an equality"):
         session(files).sql("""SELECT f.v, d.name FROM facts AS f JOIN dim FOR SYSTEM_TIME
                               AS OF f.pt AS d ON f.v < d.cap""").to_arrow()
+    with pytest.raises(BindError, match="a lookup join needs an ON or USING clause"):
+        session(files).sql("""SELECT f.v, d.name FROM facts AS f
+                              CROSS JOIN dim FOR SYSTEM_TIME AS OF f.pt AS d""")
