@@ -118,3 +118,18 @@ def test_a_lookup_join_needs_an_equality_on_the_table(files: Path) -> None:
     with pytest.raises(BindError, match="a lookup join needs an ON or USING clause"):
         session(files).sql("""SELECT f.v, d.name FROM facts AS f
                               CROSS JOIN dim FOR SYSTEM_TIME AS OF f.pt AS d""")
+
+
+def test_nexmark_q13_is_a_lookup_join_whose_state_is_the_side_input() -> None:
+    from flowsql.nexmark.generator import GeneratorConfig
+    from flowsql.nexmark.queries import QUERIES, SIDE_INPUT_ROWS
+    from flowsql.nexmark.runner import open_session
+
+    s = open_session(GeneratorConfig(events=5000))
+    plan = "\n".join(r["plan"] for r in s.sql("EXPLAIN " + QUERIES["q13"]).to_arrow().to_pylist())
+    assert "LookupJoin[inner]" in plan and "StreamJoin" not in plan
+    result = s.sql(QUERIES["q13"])
+    assert result.to_arrow().num_rows == 4600  # every bid finds its side input row
+    lookup = next(m for m in result.changelog.run.metrics()
+                  if m["operator"].startswith("LookupJoinExec"))
+    assert lookup["records_in"] == 4600 and lookup["state_rows"] == SIDE_INPUT_ROWS
