@@ -62,6 +62,9 @@ def register(subparsers: Any) -> None:
     gen = commands.add_parser("gen", help="write the events as Parquet files per table")
     _add_generator_options(gen)
     gen.add_argument("--out", required=True, help="directory to write person/auction/bid to")
+    gen.add_argument("--format", choices=("parquet", "json"), default="parquet",
+                     help="parquet, or json: newline-delimited JSON files, timestamps as "
+                          "'yyyy-MM-dd HH:mm:ss.SSS' (default: parquet)")
     gen.set_defaults(func=_gen)
     run = commands.add_parser("run", help="run queries into blackhole tables, timed")
     _add_generator_options(run)
@@ -76,7 +79,7 @@ def register(subparsers: Any) -> None:
 def _gen(args: argparse.Namespace) -> int:
     from flowsql.nexmark.generate import generate_files
 
-    rows = generate_files(_config(args), args.out)
+    rows = generate_files(_config(args), args.out, args.format)
     for kind, count in rows.items():
         print(f"{kind:>8}  {count:>10} rows  {args.out}/{kind}")
     return EXIT_OK

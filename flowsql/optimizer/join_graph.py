@@ -161,8 +161,9 @@ class JoinGraph:
 
 
 def is_inner_join(plan: LogicalPlan) -> bool:
-    """Whether ``plan`` belongs to a block of inner joins (inner or cross)."""
-    return isinstance(plan, Join) and plan.kind in ("inner", "cross")
+    """Whether ``plan`` belongs to a block of inner joins (inner or cross). A lookup join
+    does not: its right side is the table looked up, whatever the costs say."""
+    return isinstance(plan, Join) and plan.kind in ("inner", "cross") and not plan.lookup
 
 
 def flatten_inner_joins(plan: LogicalPlan, leaves: list[LogicalPlan],

@@ -123,6 +123,14 @@ class _Planner:
         left, right = self.plan(node.left), self.plan(node.right)
         left_keys, right_keys, rest = split_equi_keys(node)
         kind = "inner" if node.kind == "cross" else node.kind
+        if node.lookup:
+            if not left_keys:
+                raise PlanError("FOR SYSTEM_TIME AS OF: a lookup join needs an equality "
+                                "between a column of the left input and one of the looked-up "
+                                "table in its ON clause")
+            # the looked-up table is the build side (the one a lookup indexes)
+            return HashJoinExec(left, right, kind, tuple(left_keys), tuple(right_keys),
+                                conjoin(rest), "right", rows, lookup=True)
         if not left_keys:
             return NestedLoopJoinExec(left, right, kind, node.condition, rows, node.mark,
                                       node.null_aware)

@@ -1,7 +1,7 @@
 """Physical rule ``plan_window_aggregate``: an Aggregate over a window TVF, grouped by the
-TVF's window_start and window_end (plus keys), becomes one WindowAggregateExec -- Flink's
-window aggregate, which emits each window once when the watermark passes its end and
-drops late records.
+TVF's window_start and window_end (plus keys, and possibly its window_time), becomes one
+WindowAggregateExec -- Flink's window aggregate, which emits each window once when the
+watermark passes its end and drops late records.
 
 Matched shape: ``Aggregate -> (Project | Filter)* -> WindowTableFunction``. Projects are
 substituted into the expressions above them and filters become the node's ``predicate``;
@@ -40,6 +40,7 @@ from flowsql.planner.physical import (
     VARIANCE_FUNCTIONS,
     WINDOW_END,
     WINDOW_START,
+    WINDOW_TIME,
     PhysicalPlan,
     WindowAggregateExec,
 )
@@ -98,9 +99,10 @@ def _match(tvf: WindowTableFunction, groups: list[Expr], aggs: list[AggCall],
     window_ids = {start, end, time}
     keys: list[Expr] = []
     slots: list[int | str] = []
+    bounds = {start: WINDOW_START, end: WINDOW_END, time: WINDOW_TIME}
     for g in groups:
-        if isinstance(g, ColumnRef) and g.cid in (start, end):
-            slots.append(WINDOW_START if g.cid == start else WINDOW_END)
+        if isinstance(g, ColumnRef) and g.cid in bounds:
+            slots.append(bounds[g.cid])
         elif column_ids(g) & window_ids:
             return None
         else:

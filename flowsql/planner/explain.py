@@ -62,6 +62,7 @@ from flowsql.planner.physical import (
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
+    LookupJoinExec,
     OverAggregateExec,
     ProctimeWatermarkExec,
     RankExec,
@@ -196,7 +197,8 @@ def _logical_line(plan: LogicalPlan) -> str:
     if isinstance(plan, Join):
         mark = plan.mark.name if plan.mark is not None else None
         on = f" on {render(plan.condition)}" if plan.condition is not None else ""
-        return f"Join[{_join_label(plan.kind, mark, plan.null_aware)}]{on}"
+        lookup = ", lookup" if plan.lookup else ""
+        return f"Join[{_join_label(plan.kind, mark, plan.null_aware)}{lookup}]{on}"
     if isinstance(plan, Aggregate):
         return (f"Aggregate groups={_named(plan.group_exprs, plan.group_fields)} "
                 f"aggs={_named(plan.aggs, plan.agg_fields)}")
@@ -228,12 +230,14 @@ def _physical(plan: PhysicalPlan, depth: int, lines: list[str],
               operator_ids: dict[int, str] | None, estimates: bool = True,
               notes: dict[int, str] | None = None) -> None:
     uid = ""
-    if operator_ids is not None and keeps_state(plan):
+    if operator_ids is not None and keeps_state(plan) and id(plan) in operator_ids:
         uid = f" id={operator_ids[id(plan)]}"
     rows = f" rows=~{round(plan.est_rows)}" if estimates else ""
     note = f" {notes[id(plan)]}" if notes is not None and id(plan) in notes else ""
     lines.append(INDENT * depth + _physical_line(plan) + f"{rows}{uid}{note}")
-    for child in plan.inputs:
+    # a lookup join's table is no input of the dataflow, but it is part of the plan
+    children = (*plan.inputs, plan.table) if isinstance(plan, LookupJoinExec) else plan.inputs
+    for child in children:
         _physical(child, depth + 1, lines, operator_ids, estimates, notes)
 
 
@@ -258,6 +262,7 @@ def _physical_line(plan: PhysicalPlan) -> str:
     if isinstance(plan, HashJoinExec):
         mark = plan.mark.name if plan.mark is not None else None
         label = _join_label(plan.kind, mark, plan.null_aware) + f", build={plan.build_side}"
+        label += ", lookup" if plan.lookup else ""
         keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
         residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
         return f"HashJoin[{label}] keys={keys}{residual}"
@@ -327,6 +332,10 @@ def _streaming_line(plan: PhysicalPlan) -> str | None:
         return (f"IntervalJoin[{plan.kind}] keys={keys} {render(plan.right_time)} BETWEEN "
                 f"{render(plan.left_time)} + {plan.lower_ms}ms AND "
                 f"{render(plan.left_time)} + {plan.upper_ms}ms{residual}")
+    if isinstance(plan, LookupJoinExec):
+        keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
+        residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""
+        return f"LookupJoin[{plan.kind}] keys={keys}{residual}"
     if isinstance(plan, WindowJoinExec):
         keys = _list(f"{render(a)} = {render(b)}" for a, b in zip(plan.left_keys, plan.right_keys))
         residual = f" residual={render(plan.residual)}" if plan.residual is not None else ""

@@ -166,6 +166,9 @@ class Join(LogicalPlan):
     the comparison met a NULL (SQL's ``x IN (subquery)``); single is a left join that
     fails when a left row matches more than one right row (scalar subqueries).
     ``null_aware`` on an anti join gives NOT IN semantics.
+    ``lookup`` (inner or left): ``right JOIN t FOR SYSTEM_TIME AS OF l.proctime`` -- each
+    left row looks up the right side's content as it arrives (a processing-time lookup
+    join into a bounded table); the join keeps its sides and is never reordered.
     """
 
     left: LogicalPlan
@@ -174,6 +177,7 @@ class Join(LogicalPlan):
     condition: Expr | None = None
     mark: Field | None = None
     null_aware: bool = False
+    lookup: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in JOIN_KINDS:

@@ -50,6 +50,7 @@ from flowsql.planner.physical_statement_set import SharedScanExec
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
+    LookupJoinExec,
     OverAggregateExec,
     ProctimeWatermarkExec,
     RankExec,
@@ -194,6 +195,8 @@ _SIGNATURES: dict[type, tuple[str, _Signature]] = {
         *_join(n), _keys(n.left, [n.left_time]), _keys(n.right, [n.right_time]), n.lower_ms,
         n.upper_ms]),
     WindowJoinExec: ("window-join", lambda n: [*_join(n), _keys(n.left, n.left_window)]),
+    LookupJoinExec: ("lookup-join", lambda n: [
+        n.kind, _keys(n.input, n.left_keys), _keys(n.table, n.right_keys)]),
     OverAggregateExec: ("over-aggregate", lambda n: [
         _keys(n.input, n.partition_keys), _keys(n.input, [n.time_column]), n.frame,
         n.preceding]),

@@ -136,7 +136,9 @@ class HashJoinExec(_Binary):
     ``kind`` as in the logical Join (inner, left, right, full, semi, anti, mark, single).
     ``build_side`` is the side held in the hash table (the optimizer picks the smaller).
     ``null_aware`` (anti and mark): NOT IN / IN semantics with NULL keys. Keys never match
-    on NULL (SQL equality).
+    on NULL (SQL equality). ``lookup``: the logical join was a lookup join (``FOR
+    SYSTEM_TIME AS OF``); batch runs it as this hash join (build right), streaming as a
+    ``LookupJoinExec``.
     """
 
     left: PhysicalPlan
@@ -149,6 +151,7 @@ class HashJoinExec(_Binary):
     est_rows: float
     mark: Field | None = None
     null_aware: bool = False
+    lookup: bool = False
 
     @property
     def schema(self) -> Schema:
@@ -350,9 +353,11 @@ class WindowTableFunctionExec(_Unary):
         return (*self.input.schema, *self.window_fields)
 
 
-#: ``WindowAggregateExec.group_slots`` entries naming the window bounds
+#: ``WindowAggregateExec.group_slots`` entries naming the window bounds and the window's
+#: time (``window_end - 1 ms``, the TVF's window_time: a rowtime attribute of the result)
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
+WINDOW_TIME = "window_time"
 
 
 #: aggregates computed from count, sum and sum of squares (retractable and mergeable), so
@@ -373,8 +378,8 @@ class WindowAggregateExec(_Unary):
 
     ``time_column``, ``keys`` and the arguments of ``aggs`` are expressions over the TVF's
     *input*; ``group_slots[i]`` says where group field ``i`` comes from: WINDOW_START,
-    WINDOW_END, or an index into ``keys``. Output: group fields then agg fields, like the
-    Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
+    WINDOW_END, WINDOW_TIME, or an index into ``keys``. Output: group fields then agg
+    fields, like the Aggregate it replaces. ``predicate`` (a WHERE between the TVF and the GROUP BY) drops
     rows *after* they have advanced the watermark, as a filter above Flink's source does. ``watermark_delay_ms`` (None: no watermark; every window fires
     at end of input) turns on per-record watermarks generated from ``time_column`` in
     input order, emitted every ``watermark_interval_ms`` (0: after every record).

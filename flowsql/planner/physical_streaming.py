@@ -6,7 +6,8 @@ of these where the batch algorithm would need to see its whole input first: an u
 aggregate becomes a changelog ``GroupAggregateExec`` (a ``WindowedAggregateExec`` when it
 groups by the window bounds its input already carries), a join a ``StreamJoinExec`` (or an
 ``IntervalJoinExec`` when its condition bounds the two rowtimes, a ``WindowJoinExec`` when it
-joins two windowed inputs on their window bounds), ROW_NUMBER filters a
+joins two windowed inputs on their window bounds, a ``LookupJoinExec`` for ``FOR
+SYSTEM_TIME AS OF``), ROW_NUMBER filters a
 ``RankExec``, OVER aggregates ordered by a rowtime an ``OverAggregateExec``; scans of tables
 with a WATERMARK get a ``WatermarkAssignerExec`` above them, an operator whose time attribute
 is a ``PROCTIME()`` column gets a ``ProctimeWatermarkExec`` below it, and ``INSERT INTO``
@@ -128,6 +129,29 @@ class StreamJoinExec(_Binary):
     @property
     def schema(self) -> Schema:
         return _join_schema(self.kind, self.left.schema, self.right.schema, None)
+
+
+@dataclass(frozen=True, eq=False)
+class LookupJoinExec(_Unary):
+    """Flink's processing-time lookup join (``JOIN t FOR SYSTEM_TIME AS OF l.proctime``)
+    into a bounded table: ``input`` is the probe stream (the join's left side), ``table``
+    the looked-up side as a bounded batch plan -- not an input of the dataflow: the
+    operator runs it itself when it opens, as Flink's lookup join queries its lookup
+    source. Each probe row is joined with the table's rows on ``left_keys[i] =
+    right_keys[i]`` and ``residual`` as it arrives; no probe row is kept, and the output
+    is insert-only (``kind`` inner or left)."""
+
+    input: PhysicalPlan
+    table: PhysicalPlan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    residual: Expr | None
+    est_rows: float
+
+    @property
+    def schema(self) -> Schema:
+        return _join_schema(self.kind, self.input.schema, self.table.schema, None)
 
 
 @dataclass(frozen=True, eq=False)

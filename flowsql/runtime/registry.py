@@ -80,6 +80,7 @@ OPERATORS: dict[type[P.PhysicalPlan], Factory] = {
     S.StreamJoinExec: _lazy(f"{_OPS}.join.stream_join", "StreamJoinOperator"),
     S.IntervalJoinExec: _lazy(f"{_OPS}.join.interval_join", "IntervalJoinOperator"),
     S.WindowJoinExec: _lazy(f"{_OPS}.join.window_join", "WindowJoinOperator"),
+    S.LookupJoinExec: _lazy(f"{_OPS}.join.lookup_join", "LookupJoinOperator"),
     S.WindowedAggregateExec: _lazy(f"{_OPS}.window.cascading_window_aggregate",
                                    "WindowedAggregateOperator"),
     S.OverAggregateExec: _lazy(f"{_OPS}.over.over_aggregate", "OverAggregateOperator"),
@@ -103,6 +104,7 @@ _DETAILS: dict[type[P.PhysicalPlan], Callable[[P.PhysicalPlan], str]] = {
     S.StreamJoinExec: lambda n: f"{n.kind} join",  # type: ignore[attr-defined]
     S.IntervalJoinExec: lambda n: f"{n.kind} interval join",  # type: ignore[attr-defined]
     S.WindowJoinExec: lambda n: f"{n.kind} window join",  # type: ignore[attr-defined]
+    S.LookupJoinExec: lambda n: f"{n.kind} lookup join",  # type: ignore[attr-defined]
     S.SinkExec: lambda n: f"table {n.table.name}",  # type: ignore[attr-defined]
     M.SharedScanExec: lambda n: f"table {n.group.scan.table.name}",  # type: ignore[attr-defined]
 }

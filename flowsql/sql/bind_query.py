@@ -550,6 +550,9 @@ class QueryBinder:
         if on is None and not using:
             if side:
                 raise self.error(f"{side.upper()} JOIN needs an ON or USING clause", join)
+            if version is not None:
+                raise self.error("FOR SYSTEM_TIME AS OF: a lookup join needs an ON or USING "
+                                 "clause equating columns of the looked-up table", join)
             return Join(left, right, "cross")
         if using:
             cond_parts: list[Expr] = []
@@ -569,7 +572,7 @@ class QueryBinder:
             assert on is not None
             condition = self.exprs.boolean(self.exprs.bind(on, scope), on)
             self._reject_aggregates(condition, on, "JOIN conditions")
-        return Join(left, right, join_kind, condition)
+        return Join(left, right, join_kind, condition, lookup=version is not None)
 
     def _bind_table_expr(self, node: exp.Expression,
                          scope: Scope) -> tuple[LogicalPlan, list[Relation]]:

@@ -2,10 +2,11 @@
 in the one form flowsql supports -- ``t`` a bounded table (a side input, loaded once) and
 ``l.pt`` a processing-time attribute of the left input.
 
-A bounded table never changes while the query runs, so the row a lookup finds at any
-processing time is the row the table holds: the lookup join's result is that of the
-ordinary join, which is what the binder produces once the form is checked. (State: the
-ordinary streaming join also keeps the left rows, which a lookup join would not need.)
+Once the form is checked the binder produces a ``Join`` marked ``lookup``: the join keeps
+its sides (the right one is the table looked up) and streaming plans it as a lookup join
+(``LookupJoinExec``: the table read once, each left row joined with it as it arrives, no
+left row kept, insert-only output); batch as a hash join building the table. A bounded
+table never changes while the query runs, so the result is the ordinary join's rows.
 Anything else -- an event-time temporal join against a versioned table, an unbounded
 table, FOR SYSTEM_TIME outside a join -- is rejected here rather than read as a plain
 join, which would give other rows.

@@ -13,7 +13,9 @@ binder already knows, so both spellings share one plan and one runtime::
     GROUP BY k, a.window_start, a.window_end
 
 ``_START`` / ``_END`` are window_start / window_end; ``_ROWTIME`` and ``_PROCTIME`` are
-``window_end - 1 ms`` (the TVF's window_time), the time of the window's result rows. A
+``window_end - 1 ms`` (the TVF's window_time), the time of the window's result rows.
+``_ROWTIME`` reads window_time itself, added to the group keys: as in Flink it is then a
+rowtime attribute of the result, so an outer group window over it cascades in streaming. A
 SESSION window's other group keys become its PARTITION BY (sessions are per key, as in
 Flink), so they must be plain columns. The input must be one table, view, CTE or
 subquery (no join: the window's time column must belong to one relation); the WHERE
@@ -120,17 +122,22 @@ def rewrite_group_window(select: exp.Select, error: Error) -> exp.Select:
                          _window_column("window_end", qualifier, key)]
         else:
             new_keys.append(key)
+    if any(_auxiliary(n) == (kind, "ROWTIME") for n in auxiliaries):
+        # grouped, window_time is the window's rowtime attribute in the aggregate's result
+        new_keys.append(_window_column("window_time", qualifier, window))
     new_group.set("expressions", new_keys)
     for call in [n for n in _own_nodes(rewritten) if _auxiliary(n) is not None]:
-        column = AUXILIARIES[_auxiliary(call)[1]]  # type: ignore[index]
-        call.replace(_window_value(column, qualifier, call))
+        call.replace(_window_value(_auxiliary(call)[1], qualifier, call))  # type: ignore[index]
     return rewritten
 
 
-def _window_value(column: str, qualifier: str, at: exp.Expression) -> exp.Expression:
-    """What an auxiliary function reads. window_time is not a group key the window
-    aggregate accepts, so it is computed from window_end, as the TVF defines it."""
-    if column != "window_time":
+def _window_value(suffix: str, qualifier: str, at: exp.Expression) -> exp.Expression:
+    """What an auxiliary function (``TUMBLE_<suffix>``) reads. ``_ROWTIME`` reads
+    window_time, which the rewrite adds to the group keys, so that it stays a rowtime
+    attribute of the result (Flink: a window aggregate or a window TVF over it cascades);
+    ``_PROCTIME`` computes the same value from window_end, as the TVF defines it."""
+    column = AUXILIARIES[suffix]
+    if suffix != "PROCTIME":
         return _window_column(column, qualifier, at)
     one_ms = exp.Interval(this=exp.Literal.string("0.001"), unit=exp.Var(this="SECOND"))
     return exp.Paren(this=exp.Sub(this=_window_column("window_end", qualifier, at),

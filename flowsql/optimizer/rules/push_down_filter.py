@@ -203,5 +203,5 @@ def _push_join(join: Join, preds: list[Expr]) -> LogicalPlan:
         to_left, to_right = ((to_supplier, to_preserved) if kind == "right"
                              else (to_preserved, to_supplier))
     new = Join(_push(join.left, to_left), _push(join.right, to_right), kind, conjoin(on),
-               join.mark, join.null_aware)
+               join.mark, join.null_aware, join.lookup)
     return _filter(new, above)

@@ -43,6 +43,7 @@ from flowsql.planner.physical import (
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
+    LookupJoinExec,
     OverAggregateExec,
     ProctimeWatermarkExec,
     RankExec,
@@ -63,7 +64,8 @@ def check_distribution(plan: PhysicalPlan) -> None:
 
 
 _PASSTHROUGH: tuple[type, ...] = (FilterExec, WatermarkAssignerExec, ProctimeWatermarkExec,
-                                  WindowTableFunctionExec, SinkExec, TableFunctionExec)
+                                  WindowTableFunctionExec, SinkExec, TableFunctionExec,
+                                  LookupJoinExec)
 _STREAM_JOINS: tuple[type, ...] = (StreamJoinExec, IntervalJoinExec, WindowJoinExec)
 #: keyed streaming operators and the keys their state is filed under
 _STATE_KEYS: dict[type, Callable[[PhysicalPlan], tuple[Expr, ...]]] = {

@@ -8,6 +8,8 @@ on one subtask, in order:
   aggregate: hash on their keys (group keys, window bounds included for a windowed
   aggregate; window aggregate keys without the window columns; PARTITION BY keys),
   or everything on one subtask when they have none;
+* a lookup join runs where its probe input runs (every subtask reads the whole looked-up
+  table itself), and keeps the probe input's partitioning: its rows pass unchanged;
 * regular and interval joins: both inputs hashed on corresponding keys (no broadcast: a
   replicated updating side would emit its retractions once per subtask); joins without
   equality keys run on one subtask;
@@ -38,6 +40,7 @@ from flowsql.planner.physical import (
 from flowsql.planner.physical_streaming import (
     GroupAggregateExec,
     IntervalJoinExec,
+    LookupJoinExec,
     OverAggregateExec,
     ProctimeWatermarkExec,
     RankExec,
@@ -79,6 +82,7 @@ class _StreamingPass(_Pass):
             WindowTableFunctionExec: self._passthrough,
             TableFunctionExec: self._passthrough,
             SinkExec: self._passthrough,
+            LookupJoinExec: self._passthrough,
             StreamJoinExec: self._stream_join,  # type: ignore[dict-item]
             IntervalJoinExec: self._stream_join,  # type: ignore[dict-item]
             WindowJoinExec: self._stream_join,  # type: ignore[dict-item]

@@ -25,6 +25,8 @@ the end of its input:
   (``L.window_start = R.window_start AND L.window_end = R.window_end``) becomes a
   ``WindowJoinExec`` (insert-only, also for outer, semi and anti joins); a join of two
   rowtime inputs whose condition bounds one rowtime by the other an ``IntervalJoinExec``;
+  a lookup join (``FOR SYSTEM_TIME AS OF``, the binder's ``Join.lookup``) a
+  ``LookupJoinExec`` whose looked-up table stays a batch plan;
   any other inner/outer join a ``StreamJoinExec`` (updating when an input is updating or
   the join is outer);
 * ``ROW_NUMBER() OVER (...)`` filtered to a range becomes a ``RankExec``: deduplication when
@@ -83,6 +85,7 @@ from flowsql.planner.physical_streaming import (
     UPDATING,
     GroupAggregateExec,
     IntervalJoinExec,
+    LookupJoinExec,
     OverAggregateExec,
     ProctimeWatermarkExec,
     RankExec,
@@ -401,6 +404,8 @@ class _Planner:
 
     # -- joins ----------------------------------------------------------------------------
     def join(self, node: HashJoinExec | NestedLoopJoinExec) -> tuple[PhysicalPlan, StreamInfo]:
+        if isinstance(node, HashJoinExec) and node.lookup:
+            return self._lookup_join(node)
         (left, right), (linfo, rinfo) = self._inputs(node)
         if isinstance(node, HashJoinExec):
             left_keys, right_keys, residual = node.left_keys, node.right_keys, node.residual
@@ -436,6 +441,17 @@ class _Planner:
         plan = StreamJoinExec(left, right, node.kind, left_keys, right_keys, residual,
                               mode == UPDATING, node.est_rows)
         return plan, StreamInfo(mode, updated_by, frozenset(), (), bounded)
+
+    def _lookup_join(self, node: HashJoinExec) -> tuple[PhysicalPlan, StreamInfo]:
+        """``FOR SYSTEM_TIME AS OF``: only the probe side becomes a stream; the looked-up
+        table stays the bounded batch plan the lookup operator runs itself. Probe rows
+        pass through unchanged, so their time attributes and window bounds stay what they
+        were (Flink keeps the left input's time attributes)."""
+        left, info = self.convert(node.left)
+        _insert_only(info, "a lookup join")
+        plan = LookupJoinExec(left, node.right, node.kind, node.left_keys, node.right_keys,
+                              node.residual, node.est_rows)
+        return plan, info
 
     def _window_join(self, node: HashJoinExec | NestedLoopJoinExec,
                      inputs: tuple[PhysicalPlan, PhysicalPlan],

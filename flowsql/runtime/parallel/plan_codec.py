@@ -47,7 +47,7 @@ _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     P.SharedSubplanExec, P.ReuseSubplanExec,
     S.WatermarkAssignerExec, S.GroupAggregateExec, S.StreamJoinExec, S.IntervalJoinExec,
     S.OverAggregateExec, S.RankExec, S.SinkExec, S.ProctimeWatermarkExec, S.WindowJoinExec,
-    S.WindowedAggregateExec, StatementSetExec,
+    S.WindowedAggregateExec, S.LookupJoinExec, StatementSetExec,
     E.ColumnRef, E.Literal, E.Call, E.Cast, E.Case, E.SortKey, E.AggCall, E.FrameBound,
     E.Frame, E.WindowCall, E.UdfCall, UserFunction, FunctionHints, Field, TableEntry,
     TableStatistics, ColumnStatistics, WatermarkSpec,

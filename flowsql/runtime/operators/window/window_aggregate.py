@@ -74,7 +74,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
-from flowsql.planner.physical import WINDOW_END, WINDOW_START, WindowAggregateExec
+from flowsql.planner.physical import WINDOW_END, WINDOW_START, WINDOW_TIME, WindowAggregateExec
 from flowsql.runtime.events import MAX_WATERMARK
 from flowsql.runtime.expressions import compile_expr, compile_predicate
 from flowsql.runtime.kernels.batches import make_batch
@@ -197,8 +197,15 @@ class WindowAggregateOperator(Operator):
             return out
         n_keys = len(self.node.keys)
         source = {WINDOW_START: n_keys, WINDOW_END: n_keys + 1}
-        return [make_batch([b.column(source[s] if isinstance(s, str) else s)
-                            for s in self.node.group_slots]
+
+        def group_column(b: pa.RecordBatch, slot: int | str) -> pa.Array:
+            if slot == WINDOW_TIME:  # the window's time: its end minus 1 ms, as the TVF's
+                end = b.column(n_keys + 1)
+                return pc.subtract(end, pa.scalar(1, pa.duration("ms")).cast(
+                    pa.duration(end.type.unit)))
+            return b.column(source[slot] if isinstance(slot, str) else slot)
+
+        return [make_batch([group_column(b, s) for s in self.node.group_slots]
                            + [b.column(n_keys + 2 + i) for i in range(len(self.node.aggs))],
                            self.node.schema, b.num_rows) for b in out]
 
