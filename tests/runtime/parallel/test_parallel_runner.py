@@ -39,7 +39,9 @@ def test_failing_operator_fails_the_query_naming_operator_and_subtask(
     started = time.monotonic()
     with pytest.raises(ExecutionError) as failure:
         session.sql("SELECT o_orderkey, CAST(o_comment AS INTEGER) FROM orders")
-    assert time.monotonic() - started < 10
+    # generous: the point is that a failing subtask ends the job instead of leaving it
+    # hanging, not how fast a loaded machine reports it
+    assert time.monotonic() - started < 60
     message = str(failure.value)
     assert "ProjectExec" in message and "subtask" in message
     assert "o_comment" in message or "INTEGER" in message or "int" in message
