@@ -191,19 +191,20 @@ def applied(changes: Iterable[tuple[str, Row]], upsert_key: list[int] | None = N
 def narrowed(query: str, outcome: Outcome, truncate: str | None = None) -> Counter[Row]:
     """The outcome's rows on the columns :data:`COMPARED_COLUMNS` names for ``query``;
     the column ``truncate`` (a number) truncated toward zero to an integer."""
-    assert outcome.rows is not None
+    rows = outcome.rows
+    assert rows is not None
     if truncate is not None:
         at = outcome.columns.index(truncate)
-        outcome = Outcome(outcome.columns, Counter(
-            {(*row[:at], _truncated(row[at]), *row[at + 1:]): count
-             for row, count in outcome.rows.items()}))
-        assert outcome.rows is not None
+        truncated: Counter[Row] = Counter()
+        for row, count in rows.items():
+            truncated[(*row[:at], _truncated(row[at]), *row[at + 1:])] += count
+        rows = truncated
     wanted = COMPARED_COLUMNS.get(query)
     if wanted is None:
-        return outcome.rows
+        return rows
     index = [outcome.columns.index(name) for name in wanted]
     result: Counter[Row] = Counter()
-    for row, count in outcome.rows.items():
+    for row, count in rows.items():
         result[tuple(row[i] for i in index)] += count
     return result
 
