@@ -62,16 +62,22 @@ def open_session(config: GeneratorConfig, parallelism: int = 1, data_dir: str | 
         session.sql("SET 'execution.runtime-mode' = 'streaming'")
     for ddl in (file_ddl(data_dir) if data_dir is not None else connector_ddl(config)):
         session.sql(ddl)
-    directory = side_input_dir or tempfile.mkdtemp(prefix="nexmark-side-input-")
+    path = write_side_input(side_input_dir or tempfile.mkdtemp(prefix="nexmark-side-input-"))
+    session.sql(f"CREATE TABLE side_input ({SIDE_INPUT_COLUMNS}) WITH ("
+                f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
+    session.register_function(count_char)
+    return session
+
+
+def write_side_input(directory: str) -> str:
+    """q13's side input, ``directory/side_input.csv`` (keys 0 .. SIDE_INPUT_ROWS - 1, the
+    value the key as text, no header), written unless it is there; returns its path."""
     path = os.path.join(directory, "side_input.csv")
     if not os.path.exists(path):
         keys = pa.array(range(SIDE_INPUT_ROWS), pa.int64())
         pyarrow.csv.write_csv(pa.table({"key": keys, "value": keys.cast(pa.string())}), path,
                               pyarrow.csv.WriteOptions(include_header=False))
-    session.sql(f"CREATE TABLE side_input ({SIDE_INPUT_COLUMNS}) WITH ("
-                f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
-    session.register_function(count_char)
-    return session
+    return path
 
 
 def sink_statements(session: flowsql.Session, query: str) -> tuple[str, str]:

@@ -1,0 +1,189 @@
+"""Nexmark throughput of flowsql and of Apache Flink 2.3 in the same run, per query and
+parallelism, over the same generated events.
+
+The events are written once by ``flowsql nexmark gen``'s code (Parquet, kept under
+``data/nexmark/<events>``) with CSV copies for Flink (PyFlink ships no Parquet format;
+``flowsql.nexmark.verify.write_flink_files``). Per parallelism and query, one after the
+other, in fresh processes:
+
+- flowsql as ``flowsql nexmark run --data DIR`` runs it (``flowsql.nexmark.runner``): the
+  query into a blackhole table over the Parquet files, timed from submitting
+  ``INSERT INTO`` (planning included) to the job's end, after the worker processes of a
+  parallel job are started; peak RSS of the largest process.
+- Flink as ``benchmarks/flink_baseline.py`` runs its jobs (``benchmarks/nexmark_flink_job.py``
+  in ``.venv-flink``): a local mini cluster in a fresh JVM, warmed by the same query over
+  ``--warm-events`` events, then the query into a blackhole table over the CSV files,
+  timed from submission to the job's end; peak RSS of the Python process and the JVM
+  together. The Flink text of q13/q14 is ``flowsql.nexmark.verify.FLINK_FORMS``.
+
+events/s is all events (every kind) over the seconds, for both. The machine's 1-minute load
+average is sampled before each job: the machine is shared, so the ratio of the two engines
+measured one right after the other is the figure to read, not the absolute rates.
+
+    python benchmarks/nexmark_vs_flink.py [--events 200000] [--parallelism 1,2]
+        [--queries q0,q1,...] [--markdown] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from flowsql.nexmark.generate import generate_files  # noqa: E402
+from flowsql.nexmark.generator import KINDS, GeneratorConfig  # noqa: E402
+from flowsql.nexmark.queries import QUERY_NAMES  # noqa: E402
+from flowsql.nexmark.runner import run_queries, write_side_input  # noqa: E402
+from flowsql.nexmark.verify import (  # noqa: E402
+    ensure_flink,
+    flink_tables,
+    flink_text,
+    run_flink_job,
+    write_flink_files,
+)
+
+#: q6 plans in neither engine
+DEFAULT_QUERIES = [q for q in QUERY_NAMES if q != "q6"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One query at one parallelism in both engines (None where an engine failed)."""
+
+    query: str
+    parallelism: int
+    events: int
+    flowsql_events_per_s: float | None
+    flowsql_peak_rss_mib: float | None
+    flink_events_per_s: float | None
+    flink_peak_rss_mib: float | None
+    load_before: float
+    error: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.flowsql_events_per_s is None or not self.flink_events_per_s:
+            return None
+        return self.flowsql_events_per_s / self.flink_events_per_s
+
+
+def prepare(events: int, warm_events: int, directory: Path) -> tuple[Path, Path, Path, str]:
+    """(parquet dir, csv dir, warm-up csv dir, side input path), written unless there."""
+    parquet, csv_dir, warm = directory / "parquet", directory / "csv", directory / "warm"
+    for out, count in ((parquet, events), (warm / "parquet", warm_events)):
+        if not all((out / kind / "part-0.parquet").exists() for kind in KINDS):
+            print(f"generating {count:,d} events into {out} ...", file=sys.stderr)
+            generate_files(GeneratorConfig(events=count), out)
+    for source, target in ((parquet, csv_dir), (warm / "parquet", warm / "csv")):
+        if not all((target / kind / "part-0.csv").exists() for kind in KINDS):
+            write_flink_files(source, target)
+    return parquet, csv_dir, warm / "csv", write_side_input(str(directory))
+
+
+def flink_run(query: str, parallelism: int, events: int, tables: list[str],
+              warm_tables: list[str], timeout: float) -> dict[str, float]:
+    spec = {"mode": "bench", "parallelism": parallelism, "events": events,
+            "warm_tables": warm_tables, "tables": tables, "query": flink_text(query)}
+    done = run_flink_job(spec, timeout)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"Flink job failed ({done.returncode})")
+    figures: dict[str, float] = json.loads(lines[-1])
+    return figures
+
+
+def measure(query: str, parallelism: int, args: argparse.Namespace, parquet: Path,
+            tables: list[str], warm_tables: list[str]) -> Figure:
+    load = os.getloadavg()[0]
+    config = GeneratorConfig(events=args.events)
+    ours = next(run_queries([query], config, parallelism, str(parquet)))
+    errors = [] if ours.error is None else [f"flowsql: {ours.error}"]
+    try:
+        flink = flink_run(query, parallelism, args.events, tables, warm_tables, args.timeout)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        flink, errors = {}, [*errors, f"Flink: {e}"]
+    return Figure(query, parallelism, args.events, ours.events_per_second,
+                  ours.peak_rss_bytes / 2**20 if ours.peak_rss_bytes else None,
+                  flink.get("events_per_s"), flink.get("peak_rss_mib"), load,
+                  "; ".join(errors) or None)
+
+
+def _rate(value: float | None) -> str:
+    return "failed" if value is None else f"{value / 1e3:,.0f} K"
+
+
+def table(figures: list[Figure], parallelism: int) -> str:
+    lines = [f"Parallelism {parallelism}, {figures[0].events:,d} events per query\n",
+             "| query | flowsql events/s | Flink events/s | flowsql / Flink | flowsql peak RSS "
+             "| Flink peak RSS | load |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for f in figures:
+        ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
+        ours_rss = "-" if f.flowsql_peak_rss_mib is None else f"{f.flowsql_peak_rss_mib:.0f} MiB"
+        flink_rss = "-" if f.flink_peak_rss_mib is None else f"{f.flink_peak_rss_mib:.0f} MiB"
+        lines.append(f"| {f.query} | {_rate(f.flowsql_events_per_s)} | "
+                     f"{_rate(f.flink_events_per_s)} | {ratio} | {ours_rss} | {flink_rss} | "
+                     f"{f.load_before:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--warm-events", type=int, default=10_000,
+                        help="events of Flink's warm-up job (default 10000)")
+    parser.add_argument("--parallelism", default="1,2")
+    parser.add_argument("--queries", default=",".join(DEFAULT_QUERIES))
+    parser.add_argument("--data", type=Path, default=None,
+                        help="directory of the events (default data/nexmark/<events>)")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds one Flink job's process may take")
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH")
+    args = parser.parse_args(argv)
+    queries = args.queries.split(",")
+    unknown = set(queries) - set(QUERY_NAMES)
+    if unknown:
+        parser.error(f"unknown queries: {', '.join(sorted(unknown))}")
+    levels = [int(p) for p in args.parallelism.split(",")]
+
+    ensure_flink()
+    directory = args.data or ROOT / "data" / "nexmark" / str(args.events)
+    parquet, csv_dir, warm_csv, side_input = prepare(args.events, args.warm_events, directory)
+    tables = flink_tables(csv_dir, side_input)
+    warm_tables = flink_tables(warm_csv, side_input)
+    started = time.perf_counter()
+    results: dict[int, list[Figure]] = {}
+    for p in levels:
+        for query in queries:
+            figure = measure(query, p, args, parquet, tables, warm_tables)
+            results.setdefault(p, []).append(figure)
+            print(f"p{p} {query:>4}  flowsql {_rate(figure.flowsql_events_per_s):>8}  "
+                  f"Flink {_rate(figure.flink_events_per_s):>8}  ratio "
+                  f"{'-' if figure.ratio is None else f'{figure.ratio:.2f}'}  load "
+                  f"{figure.load_before:.1f}" + (f"  {figure.error}" if figure.error else ""),
+                  file=sys.stderr, flush=True)
+        # each parallelism's table as soon as it is complete
+        print(table(results[p], p) if args.markdown else "\n".join(map(str, results[p])))
+        print(flush=True)
+    print(f"{time.perf_counter() - started:.0f} s in all; load average now "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", file=sys.stderr)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(
+            {"events": args.events, "cpus": os.cpu_count(),
+             "results": [{**asdict(f), "ratio": f.ratio} for fs in results.values()
+                         for f in fs]}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
