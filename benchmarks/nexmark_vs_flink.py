@@ -9,7 +9,8 @@ other, in fresh processes:
 - flowsql as ``flowsql nexmark run --data DIR`` runs it (``flowsql.nexmark.runner``): the
   query into a blackhole table over the Parquet files, timed from submitting
   ``INSERT INTO`` (planning included) to the job's end, after the worker processes of a
-  parallel job are started; peak RSS of the largest process.
+  parallel job are started; peak RSS of the largest process. Then the same over the CSV
+  files Flink reads, so that one ratio compares the engines on the same input format.
 - Flink as ``benchmarks/flink_baseline.py`` runs its jobs (``benchmarks/nexmark_flink_job.py``
   in ``.venv-flink``): a local mini cluster in a fresh JVM, warmed by the same query over
   ``--warm-events`` events, then the query into a blackhole table over the CSV files,
@@ -63,16 +64,39 @@ class Figure:
     events: int
     flowsql_events_per_s: float | None
     flowsql_peak_rss_mib: float | None
+    #: flowsql over the CSV files Flink reads
+    flowsql_csv_events_per_s: float | None
+    flowsql_csv_peak_rss_mib: float | None
     flink_events_per_s: float | None
     flink_peak_rss_mib: float | None
+    #: Flink's marginal rate: (events - warm-up events) / (seconds - seconds of the same
+    #: job over the warm-up events), its fixed cost per job taken out
+    flink_marginal_events_per_s: float | None
+    #: seconds of Flink's job over the warm-up events (mostly its fixed cost per job)
+    flink_small_seconds: float | None
     load_before: float
     error: str | None = None
 
     @property
     def ratio(self) -> float | None:
+        """flowsql over Parquet / Flink over CSV."""
         if self.flowsql_events_per_s is None or not self.flink_events_per_s:
             return None
         return self.flowsql_events_per_s / self.flink_events_per_s
+
+    @property
+    def marginal_ratio(self) -> float | None:
+        """flowsql over Parquet / Flink's marginal rate."""
+        if self.flowsql_events_per_s is None or not self.flink_marginal_events_per_s:
+            return None
+        return self.flowsql_events_per_s / self.flink_marginal_events_per_s
+
+    @property
+    def csv_ratio(self) -> float | None:
+        """flowsql / Flink, both over the CSV files."""
+        if self.flowsql_csv_events_per_s is None or not self.flink_events_per_s:
+            return None
+        return self.flowsql_csv_events_per_s / self.flink_events_per_s
 
 
 def prepare(events: int, warm_events: int, directory: Path) -> tuple[Path, Path, Path, str]:
@@ -101,37 +125,58 @@ def flink_run(query: str, parallelism: int, events: int, tables: list[str],
 
 
 def measure(query: str, parallelism: int, args: argparse.Namespace, parquet: Path,
-            tables: list[str], warm_tables: list[str]) -> Figure:
+            csv_dir: Path, tables: list[str], warm_tables: list[str]) -> Figure:
     load = os.getloadavg()[0]
     config = GeneratorConfig(events=args.events)
     ours = next(run_queries([query], config, parallelism, str(parquet)))
-    errors = [] if ours.error is None else [f"flowsql: {ours.error}"]
+    ours_csv = next(run_queries([query], config, parallelism, str(csv_dir), "csv"))
+    errors = [f"flowsql: {run.error}" for run in (ours, ours_csv) if run.error is not None]
     try:
         flink = flink_run(query, parallelism, args.events, tables, warm_tables, args.timeout)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         flink, errors = {}, [*errors, f"Flink: {e}"]
     return Figure(query, parallelism, args.events, ours.events_per_second,
                   ours.peak_rss_bytes / 2**20 if ours.peak_rss_bytes else None,
-                  flink.get("events_per_s"), flink.get("peak_rss_mib"), load,
+                  ours_csv.events_per_second,
+                  ours_csv.peak_rss_bytes / 2**20 if ours_csv.peak_rss_bytes else None,
+                  flink.get("events_per_s"), flink.get("peak_rss_mib"),
+                  _marginal(flink, args.events, args.warm_events), flink.get("small_seconds"),
+                  load,
                   "; ".join(errors) or None)
+
+
+def _marginal(flink: dict[str, float], events: int, warm_events: int) -> float | None:
+    if "seconds" not in flink or flink["seconds"] <= flink["small_seconds"]:
+        return None
+    return (events - warm_events) / (flink["seconds"] - flink["small_seconds"])
 
 
 def _rate(value: float | None) -> str:
     return "failed" if value is None else f"{value / 1e3:,.0f} K"
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} MiB"
+
+
 def table(figures: list[Figure], parallelism: int) -> str:
     lines = [f"Parallelism {parallelism}, {figures[0].events:,d} events per query\n",
-             "| query | flowsql events/s | Flink events/s | flowsql / Flink | flowsql peak RSS "
-             "| Flink peak RSS | load |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| query | flowsql (Parquet) | flowsql (CSV) | Flink (CSV) | ratio Parquet | "
+             "ratio CSV | Flink job over warm-up events | Flink marginal | ratio to marginal | "
+             "flowsql peak RSS (Parquet / CSV) | Flink peak RSS | load |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in figures:
-        ratio = "-" if f.ratio is None else f"{f.ratio:.2f}"
-        ours_rss = "-" if f.flowsql_peak_rss_mib is None else f"{f.flowsql_peak_rss_mib:.0f} MiB"
-        flink_rss = "-" if f.flink_peak_rss_mib is None else f"{f.flink_peak_rss_mib:.0f} MiB"
         lines.append(f"| {f.query} | {_rate(f.flowsql_events_per_s)} | "
-                     f"{_rate(f.flink_events_per_s)} | {ratio} | {ours_rss} | {flink_rss} | "
-                     f"{f.load_before:.1f} |")
+                     f"{_rate(f.flowsql_csv_events_per_s)} | {_rate(f.flink_events_per_s)} | "
+                     f"{_ratio(f.ratio)} | {_ratio(f.csv_ratio)} | "
+                     f"{'-' if f.flink_small_seconds is None else f'{f.flink_small_seconds:.1f} s'}"
+                     f" | {_rate(f.flink_marginal_events_per_s)} | {_ratio(f.marginal_ratio)} | "
+                     f"{_mib(f.flowsql_peak_rss_mib)} / {_mib(f.flowsql_csv_peak_rss_mib)} | "
+                     f"{_mib(f.flink_peak_rss_mib)} | {f.load_before:.1f} |")
     return "\n".join(lines)
 
 
@@ -164,11 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[int, list[Figure]] = {}
     for p in levels:
         for query in queries:
-            figure = measure(query, p, args, parquet, tables, warm_tables)
+            figure = measure(query, p, args, parquet, csv_dir, tables, warm_tables)
             results.setdefault(p, []).append(figure)
             print(f"p{p} {query:>4}  flowsql {_rate(figure.flowsql_events_per_s):>8}  "
-                  f"Flink {_rate(figure.flink_events_per_s):>8}  ratio "
-                  f"{'-' if figure.ratio is None else f'{figure.ratio:.2f}'}  load "
+                  f"flowsql csv {_rate(figure.flowsql_csv_events_per_s):>8}  "
+                  f"Flink {_rate(figure.flink_events_per_s):>8}  ratios "
+                  f"{_ratio(figure.ratio)} {_ratio(figure.csv_ratio)}  load "
                   f"{figure.load_before:.1f}" + (f"  {figure.error}" if figure.error else ""),
                   file=sys.stderr, flush=True)
         # each parallelism's table as soon as it is complete
@@ -180,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(
             {"events": args.events, "cpus": os.cpu_count(),
-             "results": [{**asdict(f), "ratio": f.ratio} for fs in results.values()
+             "results": [{**asdict(f), "ratio": f.ratio, "csv_ratio": f.csv_ratio,
+                          "marginal_ratio": f.marginal_ratio} for fs in results.values()
                          for f in fs]}, indent=2) + "\n")
     return 0
 
