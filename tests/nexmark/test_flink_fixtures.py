@@ -18,9 +18,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from flowsql.nexmark.generator import GeneratorConfig
+from flowsql.nexmark.generate import generate_files
+from flowsql.nexmark.generator import KINDS, GeneratorConfig
 from flowsql.nexmark.queries import QUERIES
 from flowsql.nexmark.runner import open_session
 from flowsql.nexmark.verify import (
@@ -32,6 +34,7 @@ from flowsql.nexmark.verify import (
     normal,
     read_fixture,
     verdict,
+    write_flink_files,
 )
 
 EXPECTED = Path(__file__).resolve().parent / "expected"
@@ -78,6 +81,20 @@ def test_stateful_query_at_parallelism_2_matches_flink(  # type: ignore[no-untyp
 
 
 # --- the comparison's parts ----------------------------------------------------------
+
+def test_the_csv_copies_flink_reads_hold_the_same_events(tmp_path: Path) -> None:
+    config = GeneratorConfig(events=600, first_event_rate=50, next_event_rate=50)
+    generate_files(config, tmp_path / "parquet")
+    write_flink_files(tmp_path / "parquet", tmp_path / "csv")
+    session = open_session(config, data_dir=str(tmp_path / "csv"), streaming=False,
+                           side_input_dir=str(tmp_path), data_format="csv")
+    try:
+        for kind in KINDS:
+            got = session.sql(f"SELECT * FROM {kind}").to_arrow()
+            assert got.to_pylist() == pq.read_table(tmp_path / "parquet" / kind).to_pylist()
+    finally:
+        session.close()
+
 
 def test_a_retract_changelog_is_applied() -> None:
     changes = [("+I", ("a", "1")), ("-U", ("a", "1")), ("+U", ("a", "2")),
