@@ -14,15 +14,17 @@ Reads a JSON spec on standard input. Two modes:
     (the first lines of the error that stopped planning or the job, else null).
 
 ``{"mode": "bench", "parallelism": 1, "events": N, "warm_tables": [...], "tables": [...],
-"query": sql}``
-    Runs the query once over the warm-up tables into a blackhole table (so the JVM has
+"queries": [[name, sql], ...]}``
+    One JVM runs the queries one after the other. Each: runs the query once over the warm-up tables into a blackhole table (so the JVM has
     loaded and compiled the planner and the operators), times a second such run
     (``small_seconds``: what a job costs over few events, its fixed cost of planning,
     code generation, deployment and start mostly), then replaces the tables with
     ``tables`` and times ``INSERT INTO`` a blackhole table from job submission to the job's
-    end. Prints one JSON line: ``seconds``, ``events_per_s``, ``small_seconds``,
-    ``peak_rss_mib`` (this process and its children, the JVM among them, sampled during
-    the timed job) and ``flink_version``.
+    end. Prints per query one line ``@@FIGURE `` + JSON: ``query``, ``seconds``,
+    ``events_per_s``, ``small_seconds``, ``peak_rss_mib`` (this process and its children,
+    the JVM among them, sampled during the timed job: the JVM's heap grows over the queries
+    before and does not shrink, so this is an upper bound) and ``flink_version``, or
+    ``error``.
 
 Every statement of ``tables``/``warm_tables`` is a ``CREATE TABLE name ...``; the bench
 mode drops the warm-up tables by those names before creating the timed ones.
@@ -117,9 +119,9 @@ def _blackhole(env: Any, name: str, sql: str) -> None:
     env.execute_sql(f"CREATE TABLE {name} ({described}) WITH ('connector' = 'blackhole')")
 
 
-def bench(spec: dict[str, Any]) -> dict[str, Any]:
-    env = environment(int(spec["parallelism"]))
-    sql = str(spec["query"])
+def bench_one(env: Any, spec: dict[str, Any], sql: str) -> dict[str, Any]:
+    """One query of the bench mode: warm-up, the timed job over the warm-up tables, the
+    timed job over the tables."""
     _recreate(env, spec["warm_tables"])
     _blackhole(env, "warm_sink", sql)
     env.execute_sql(f"INSERT INTO warm_sink {sql}").wait()
@@ -139,12 +141,22 @@ def bench(spec: dict[str, Any]) -> dict[str, Any]:
             "flink_version": flink_version}
 
 
+def bench(spec: dict[str, Any]) -> None:
+    env = environment(int(spec["parallelism"]))
+    for name, sql in spec["queries"]:
+        try:
+            figures = {"query": name, **bench_one(env, spec, sql)}
+        except Exception as e:  # noqa: BLE001 - a failing query is a result
+            figures = {"query": name, "error": message(e)}
+        print("@@FIGURE " + json.dumps(figures), flush=True)
+
+
 def main() -> int:
     spec = json.loads(sys.stdin.read())
     if spec["mode"] == "verify":
         verify(spec)
     else:
-        print(json.dumps(bench(spec)), flush=True)
+        bench(spec)
     return 0
 
 

@@ -3,19 +3,21 @@ parallelism, over the same generated events.
 
 The events are written once by ``flowsql nexmark gen``'s code (Parquet, kept under
 ``data/nexmark/<events>``) with CSV copies for Flink (PyFlink ships no Parquet format;
-``flowsql.nexmark.verify.write_flink_files``). Per parallelism and query, one after the
-other, in fresh processes:
+``flowsql.nexmark.verify.write_flink_files``). Per parallelism, every query in flowsql,
+then every query in Flink:
 
 - flowsql as ``flowsql nexmark run --data DIR`` runs it (``flowsql.nexmark.runner``): the
   query into a blackhole table over the Parquet files, timed from submitting
   ``INSERT INTO`` (planning included) to the job's end, after the worker processes of a
-  parallel job are started; peak RSS of the largest process. Then the same over the CSV
-  files Flink reads, so that one ratio compares the engines on the same input format.
-- Flink as ``benchmarks/flink_baseline.py`` runs its jobs (``benchmarks/nexmark_flink_job.py``
-  in ``.venv-flink``): a local mini cluster in a fresh JVM, warmed by the same query over
-  ``--warm-events`` events, then the query into a blackhole table over the CSV files,
-  timed from submission to the job's end; peak RSS of the Python process and the JVM
-  together. The Flink text of q13/q14 is ``flowsql.nexmark.verify.FLINK_FORMS``.
+  parallel job are started; peak RSS of the largest process; a fresh process per query.
+  With ``--flowsql-csv`` also over the CSV files Flink reads (the same input format).
+- Flink as ``benchmarks/flink_baseline.py`` times its jobs (``benchmarks/nexmark_flink_job.py``
+  in ``.venv-flink``): one JVM (a local mini cluster) runs the queries one after the
+  other; each is first run over ``--warm-events`` events (untimed: the JVM loads and
+  compiles its planner and operators), then timed over them again (Flink's fixed cost per
+  job, mostly), then timed over the CSV files into a blackhole table, from submission to
+  the job's end; peak RSS of the Python process and the JVM together during that job (the
+  JVM's heap grown by the queries before it included). The Flink text of q13/q14 is ``flowsql.nexmark.verify.FLINK_FORMS``.
 
 events/s is all events (every kind) over the seconds, for both. The machine's 1-minute load
 average is sampled before each job: the machine is shared, so the ratio of the two engines
@@ -35,6 +37,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -42,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from flowsql.nexmark.generate import generate_files  # noqa: E402
 from flowsql.nexmark.generator import KINDS, GeneratorConfig  # noqa: E402
 from flowsql.nexmark.queries import QUERY_NAMES  # noqa: E402
-from flowsql.nexmark.runner import run_queries, write_side_input  # noqa: E402
+from flowsql.nexmark.runner import QueryRun, run_queries, write_side_input  # noqa: E402
 from flowsql.nexmark.verify import (  # noqa: E402
     ensure_flink,
     flink_tables,
@@ -114,37 +117,59 @@ def prepare(events: int, warm_events: int, directory: Path) -> tuple[Path, Path,
     return parquet, csv_dir, warm / "csv", write_side_input(str(directory))
 
 
-def flink_run(query: str, parallelism: int, events: int, tables: list[str],
-              warm_tables: list[str], timeout: float) -> dict[str, float]:
+def flink_figures(queries: list[str], parallelism: int, events: int, tables: list[str],
+                  warm_tables: list[str], timeout: float) -> dict[str, dict[str, Any]]:
+    """Per query Flink's figures (or ``error``): one JVM runs them all, one after the
+    other."""
     spec = {"mode": "bench", "parallelism": parallelism, "events": events,
-            "warm_tables": warm_tables, "tables": tables, "query": flink_text(query)}
-    done = run_flink_job(spec, timeout)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"Flink job failed ({done.returncode})")
-    figures: dict[str, float] = json.loads(lines[-1])
-    return figures
-
-
-def measure(query: str, parallelism: int, args: argparse.Namespace, parquet: Path,
-            csv_dir: Path, tables: list[str], warm_tables: list[str]) -> Figure:
-    load = os.getloadavg()[0]
-    config = GeneratorConfig(events=args.events)
-    ours = next(run_queries([query], config, parallelism, str(parquet)))
-    ours_csv = next(run_queries([query], config, parallelism, str(csv_dir), "csv"))
-    errors = [f"flowsql: {run.error}" for run in (ours, ours_csv) if run.error is not None]
+            "warm_tables": warm_tables, "tables": tables,
+            "queries": [[q, flink_text(q)] for q in queries]}
     try:
-        flink = flink_run(query, parallelism, args.events, tables, warm_tables, args.timeout)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        flink, errors = {}, [*errors, f"Flink: {e}"]
-    return Figure(query, parallelism, args.events, ours.events_per_second,
-                  ours.peak_rss_bytes / 2**20 if ours.peak_rss_bytes else None,
-                  ours_csv.events_per_second,
-                  ours_csv.peak_rss_bytes / 2**20 if ours_csv.peak_rss_bytes else None,
+        done = run_flink_job(spec, timeout)
+    except subprocess.TimeoutExpired as e:
+        return {q: {"error": f"Flink: {e}"} for q in queries}
+    figures: dict[str, dict[str, Any]] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("@@FIGURE "):
+            entry = json.loads(line[len("@@FIGURE "):])
+            figures[entry["query"]] = entry
+    return {q: figures.get(q, {"error": f"the Flink job ended ({done.returncode}) before it"})
+            for q in queries}
+
+
+def flowsql_runs(queries: list[str], parallelism: int, events: int, directory: Path,
+                 data_format: str) -> dict[str, tuple[QueryRun, float]]:
+    """Per query flowsql's run (a fresh process each) and the load average before it."""
+    runs = {}
+    for query in queries:
+        load = os.getloadavg()[0]
+        run = next(run_queries([query], GeneratorConfig(events=events), parallelism,
+                               str(directory), data_format))
+        print(f"p{parallelism} {query:>4}  flowsql ({data_format}) "
+              f"{_rate(run.events_per_second):>8}  load {load:.1f}"
+              + (f"  {run.error}" if run.error else ""), file=sys.stderr, flush=True)
+        runs[query] = (run, load)
+    return runs
+
+
+def figure(query: str, parallelism: int, args: argparse.Namespace,
+           ours: tuple[QueryRun, float], ours_csv: tuple[QueryRun, float] | None,
+           flink: dict[str, Any]) -> Figure:
+    run, load = ours
+    csv_run = ours_csv[0] if ours_csv is not None else None
+    errors = [f"flowsql: {r.error}" for r in (run, csv_run) if r is not None and r.error]
+    if "error" in flink:
+        errors.append(f"Flink: {flink['error']}")
+    return Figure(query, parallelism, args.events, run.events_per_second, _mib_of(run),
+                  csv_run.events_per_second if csv_run is not None else None,
+                  _mib_of(csv_run) if csv_run is not None else None,
                   flink.get("events_per_s"), flink.get("peak_rss_mib"),
                   _marginal(flink, args.events, args.warm_events), flink.get("small_seconds"),
-                  load,
-                  "; ".join(errors) or None)
+                  load, "; ".join(errors) or None)
+
+
+def _mib_of(run: QueryRun) -> float | None:
+    return run.peak_rss_bytes / 2**20 if run.peak_rss_bytes else None
 
 
 def _marginal(flink: dict[str, float], events: int, warm_events: int) -> float | None:
@@ -210,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", default=",".join(DEFAULT_QUERIES))
     parser.add_argument("--data", type=Path, default=None,
                         help="directory of the events (default data/nexmark/<events>)")
-    parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds one Flink job's process may take")
+    parser.add_argument("--timeout", type=float, default=7200.0,
+                        help="seconds the Flink process of one parallelism may take")
+    parser.add_argument("--flowsql-csv", action="store_true",
+                        help="also run flowsql over the CSV files Flink reads")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH")
     parser.add_argument("--tables-from", type=Path, default=None, metavar="PATH",
@@ -233,25 +260,23 @@ def main(argv: list[str] | None = None) -> int:
     warm_tables = flink_tables(warm_csv, side_input)
     started = time.perf_counter()
     results: dict[int, list[Figure]] = {}
-    # query by query, each at every parallelism, so that a run stopped early has both
-    # parallelisms of the queries it measured; the JSON is rewritten after every figure
-    for query in queries:
-        for p in levels:
-            figure = measure(query, p, args, parquet, csv_dir, tables, warm_tables)
-            results.setdefault(p, []).append(figure)
-            print(f"p{p} {query:>4}  flowsql {_rate(figure.flowsql_events_per_s):>8}  "
-                  f"flowsql csv {_rate(figure.flowsql_csv_events_per_s):>8}  "
-                  f"Flink {_rate(figure.flink_events_per_s):>8}  ratios "
-                  f"{_ratio(figure.ratio)} {_ratio(figure.csv_ratio)}  load "
-                  f"{figure.load_before:.1f}" + (f"  {figure.error}" if figure.error else ""),
-                  file=sys.stderr, flush=True)
-            if args.json is not None:
-                write_json(args.json, args.events, results)
+    for p in levels:
+        ours = flowsql_runs(queries, p, args.events, parquet, "parquet")
+        ours_csv = (flowsql_runs(queries, p, args.events, csv_dir, "csv")
+                    if args.flowsql_csv else {})
+        print(f"p{p}: Flink ...", file=sys.stderr, flush=True)
+        flink = flink_figures(queries, p, args.events, tables, warm_tables, args.timeout)
+        results[p] = [figure(q, p, args, ours[q], ours_csv.get(q), flink[q]) for q in queries]
+        for f in results[p]:
+            print(f"p{p} {f.query:>4}  flowsql {_rate(f.flowsql_events_per_s):>8}  "
+                  f"Flink {_rate(f.flink_events_per_s):>8}  ratio {_ratio(f.ratio)}"
+                  + (f"  {f.error}" if f.error else ""), file=sys.stderr, flush=True)
+        if args.json is not None:
+            write_json(args.json, args.events, results)
+        print(table(results[p], p) if args.markdown else "\n".join(map(str, results[p])))
+        print(flush=True)
     print(f"{time.perf_counter() - started:.0f} s in all; load average now "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", file=sys.stderr)
-    for p, figures in results.items():
-        print(table(figures, p) if args.markdown else "\n".join(map(str, figures)))
-        print()
     return 0
 
 
