@@ -190,20 +190,34 @@ def _mib(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} MiB"
 
 
+def _rate_or_dash(value: float | None) -> str:
+    """A rate where None means not measurable, not a failure."""
+    return "-" if value is None else _rate(value)
+
+
 def table(figures: list[Figure], parallelism: int) -> str:
+    """The markdown table of one parallelism (the flowsql-over-CSV columns only when
+    that was measured)."""
+    with_csv = any(f.flowsql_csv_events_per_s is not None for f in figures)
+    head = ["query", "flowsql events/s", "Flink events/s", "flowsql / Flink",
+            "Flink job over warm-up events", "Flink marginal events/s",
+            "flowsql / Flink marginal", "flowsql peak RSS", "Flink peak RSS", "load"]
+    if with_csv:
+        head[2:2] = ["flowsql over CSV"]
+        head.insert(5, "flowsql over CSV / Flink")
     lines = [f"Parallelism {parallelism}, {figures[0].events:,d} events per query\n",
-             "| query | flowsql (Parquet) | flowsql (CSV) | Flink (CSV) | ratio Parquet | "
-             "ratio CSV | Flink job over warm-up events | Flink marginal | ratio to marginal | "
-             "flowsql peak RSS (Parquet / CSV) | Flink peak RSS | load |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for f in figures:
-        lines.append(f"| {f.query} | {_rate(f.flowsql_events_per_s)} | "
-                     f"{_rate(f.flowsql_csv_events_per_s)} | {_rate(f.flink_events_per_s)} | "
-                     f"{_ratio(f.ratio)} | {_ratio(f.csv_ratio)} | "
-                     f"{'-' if f.flink_small_seconds is None else f'{f.flink_small_seconds:.1f} s'}"
-                     f" | {_rate(f.flink_marginal_events_per_s)} | {_ratio(f.marginal_ratio)} | "
-                     f"{_mib(f.flowsql_peak_rss_mib)} / {_mib(f.flowsql_csv_peak_rss_mib)} | "
-                     f"{_mib(f.flink_peak_rss_mib)} | {f.load_before:.1f} |")
+        cells = [f.query, _rate(f.flowsql_events_per_s), _rate(f.flink_events_per_s),
+                 _ratio(f.ratio),
+                 "-" if f.flink_small_seconds is None else f"{f.flink_small_seconds:.1f} s",
+                 _rate_or_dash(f.flink_marginal_events_per_s), _ratio(f.marginal_ratio),
+                 _mib(f.flowsql_peak_rss_mib), _mib(f.flink_peak_rss_mib),
+                 f"{f.load_before:.1f}"]
+        if with_csv:
+            cells[2:2] = [_rate(f.flowsql_csv_events_per_s)]
+            cells.insert(5, _ratio(f.csv_ratio))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
