@@ -6,7 +6,13 @@ and prints its events/s and peak RSS (``flowsql.nexmark.runner``). Generator opt
 (``--seed``, ``--rate``) are the same for both, so ``run --data DIR`` over files written by
 ``gen`` reads the very events the connector would generate.
 
-Exit status of ``run``: 0 when every query ran, 1 when one failed.
+``run --verify`` does not time the queries: it runs each one in flowsql and in Apache
+Flink 2.3 (PyFlink in ``.venv-flink``) over the same generated files and compares the final
+results (``flowsql.nexmark.verify``), printing a verdict per query; ``--fixtures DIR`` also
+writes Flink's results there (the CI fixtures in ``tests/nexmark/expected``).
+
+Exit status of ``run``: 0 when every query ran (with ``--verify``: every verdict passed),
+1 when one failed.
 """
 
 from __future__ import annotations
@@ -73,6 +79,10 @@ def register(subparsers: Any) -> None:
     run.add_argument("--parallelism", type=_positive_int, default=1)
     run.add_argument("--data", default=None,
                      help="read the events from files 'gen' wrote instead of generating")
+    run.add_argument("--verify", action="store_true",
+                     help="compare each query's result with Apache Flink's instead of timing")
+    run.add_argument("--fixtures", default=None, metavar="DIR",
+                     help="with --verify: write Flink's results as fixtures into DIR")
     run.set_defaults(func=_run)
 
 
@@ -86,6 +96,10 @@ def _gen(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.verify:
+        return _verify(args)
+    if args.fixtures is not None:
+        raise SystemExit("--fixtures needs --verify")
     from flowsql.nexmark.runner import run_queries
 
     print(f"{'query':>5}  {'events':>9}  {'seconds':>8}  {'events/s':>10}  {'peak RSS MB':>11}")
@@ -100,6 +114,19 @@ def _run(args: argparse.Namespace) -> int:
               f"{run.events_per_second:>10,.0f}  {run.peak_rss_bytes / 2**20:>11.0f}",
               flush=True)
     return status
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from flowsql.nexmark.verify import verify, write_fixtures
+
+    report = verify(args.queries, _config(args), args.parallelism, args.data)
+    print(f"{'query':>5}  {'verdict':<16}  detail")
+    for verdict in report.verdicts:
+        print(f"{verdict.query:>5}  {verdict.status:<16}  {verdict.detail}", flush=True)
+    if args.fixtures is not None:
+        written = write_fixtures(report.flink, args.fixtures)
+        print(f"Flink's results of {len(written)} queries written to {args.fixtures}")
+    return EXIT_FAILED if any(v.failed for v in report.verdicts) else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

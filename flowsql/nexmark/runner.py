@@ -50,9 +50,11 @@ class QueryRun:
 
 def open_session(config: GeneratorConfig, parallelism: int = 1, data_dir: str | None = None,
                  streaming: bool = True, side_input_dir: str | None = None,
-                 ) -> flowsql.Session:
+                 data_format: str = "parquet") -> flowsql.Session:
     """A session with person/auction/bid (over ``data_dir``'s files when given, else the
-    connector with ``config``), q13's ``side_input`` (a CSV file written into
+    connector with ``config``; ``data_format`` is the files' format: ``parquet`` as
+    ``gen`` writes them, or ``csv`` for the copies ``flowsql.nexmark.verify`` writes for
+    Flink), q13's ``side_input`` (a CSV file written into
     ``side_input_dir``, a new temporary directory when None) and q14's ``count_char``."""
     from flowsql.nexmark.functions import count_char
 
@@ -60,18 +62,26 @@ def open_session(config: GeneratorConfig, parallelism: int = 1, data_dir: str | 
     session.sql(f"SET 'parallelism.default' = '{parallelism}'")
     if streaming:
         session.sql("SET 'execution.runtime-mode' = 'streaming'")
-    for ddl in (file_ddl(data_dir) if data_dir is not None else connector_ddl(config)):
+    tables = (file_ddl(data_dir, data_format) if data_dir is not None
+              else connector_ddl(config))
+    for ddl in tables:
         session.sql(ddl)
-    directory = side_input_dir or tempfile.mkdtemp(prefix="nexmark-side-input-")
+    path = write_side_input(side_input_dir or tempfile.mkdtemp(prefix="nexmark-side-input-"))
+    session.sql(f"CREATE TABLE side_input ({SIDE_INPUT_COLUMNS}) WITH ("
+                f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
+    session.register_function(count_char)
+    return session
+
+
+def write_side_input(directory: str) -> str:
+    """q13's side input, ``directory/side_input.csv`` (keys 0 .. SIDE_INPUT_ROWS - 1, the
+    value the key as text, no header), written unless it is there; returns its path."""
     path = os.path.join(directory, "side_input.csv")
     if not os.path.exists(path):
         keys = pa.array(range(SIDE_INPUT_ROWS), pa.int64())
         pyarrow.csv.write_csv(pa.table({"key": keys, "value": keys.cast(pa.string())}), path,
                               pyarrow.csv.WriteOptions(include_header=False))
-    session.sql(f"CREATE TABLE side_input ({SIDE_INPUT_COLUMNS}) WITH ("
-                f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
-    session.register_function(count_char)
-    return session
+    return path
 
 
 def sink_statements(session: flowsql.Session, query: str) -> tuple[str, str]:
@@ -89,12 +99,13 @@ def sink_statements(session: flowsql.Session, query: str) -> tuple[str, str]:
 
 
 def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
-              data_dir: str | None = None) -> QueryRun:
+              data_dir: str | None = None, data_format: str = "parquet") -> QueryRun:
     """Run ``query`` into a blackhole table in this process and time it."""
     assert config.events is not None
     try:
         with tempfile.TemporaryDirectory(prefix="nexmark-side-input-") as side_input:
-            session = open_session(config, parallelism, data_dir, side_input_dir=side_input)
+            session = open_session(config, parallelism, data_dir, side_input_dir=side_input,
+                                   data_format=data_format)
             create, insert = sink_statements(session, query)
             session.sql(create)
             warm_up(session)
@@ -123,11 +134,13 @@ def warm_up(session: flowsql.Session) -> None:
 
 
 def run_queries(queries: list[str], config: GeneratorConfig, parallelism: int = 1,
-                data_dir: str | None = None) -> Iterator[QueryRun]:
+                data_dir: str | None = None, data_format: str = "parquet"
+                ) -> Iterator[QueryRun]:
     """Each query in its own fresh process, one after the other, yielded as it ends."""
     for query in queries:
         with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-            yield pool.submit(run_query, query, config, parallelism, data_dir).result()
+            yield pool.submit(run_query, query, config, parallelism, data_dir,
+                              data_format).result()
 
 
 def _peak_rss_bytes() -> int:

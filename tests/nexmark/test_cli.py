@@ -40,3 +40,9 @@ def test_run_query_reports_an_unsupported_query() -> None:
     run = run_query("q6", GeneratorConfig(events=100))
     assert run.seconds is None
     assert run.error is not None and "must appear in the GROUP BY clause" in run.error
+
+
+def test_fixtures_need_verify(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit, match="--fixtures needs --verify"):
+        main(["nexmark", "run", "--queries", "q0", "--events", "100",
+              "--fixtures", str(tmp_path)])
