@@ -298,14 +298,17 @@ class _Buckets:
 
     def find(self, distinct: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Per code: its position in ``distinct`` or -1."""
-        slot = np.full(len(codes), -1, dtype=np.int64)
         offsets = codes.view(np.uint64) - self._low
         inside = offsets <= self._span
         bucket = np.where(inside, offsets >> self._shift, 0).astype(np.int64)
         start = self._starts[bucket].astype(np.int64)
-        left = self._starts[bucket + 1] - start
-        open_rows = np.flatnonzero(inside & (left > 0))
-        position, left, needles = start[open_rows], left[open_rows], codes[open_rows]
+        left = np.where(inside, self._starts[bucket + 1] - start, 0)
+        # first round over every code (most find their code first or have an empty bucket)
+        first = np.minimum(start, len(distinct) - 1)
+        hit = (left > 0) & (distinct[first] == codes)
+        slot = np.where(hit, start, -1)
+        open_rows = np.flatnonzero(~hit & (left > 1))
+        position, left, needles = start[open_rows] + 1, left[open_rows] - 1, codes[open_rows]
         while len(open_rows):
             hit = distinct[position] == needles
             slot[open_rows[hit]] = position[hit]
