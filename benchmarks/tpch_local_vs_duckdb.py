@@ -6,7 +6,7 @@ further process, outside both measurements). DuckDB keeps its defaults: all core
 ``read_parquet``. Progress goes to stderr, the comparison to stdout; ``--markdown`` prints it as
 a table for docs/benchmarks.md.
 
-    python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1 [--markdown]
+    python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1 [--parallelism 2] [--markdown]
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ class EngineRun:
 
 
 def run_engine(engine: str, data: Path, sf: float, queries: Sequence[int], repeat: int,
-               verify: bool, timeout: float | None) -> EngineRun:
+               verify: bool, timeout: float | None, parallelism: int | None = None
+               ) -> EngineRun:
     with tempfile.TemporaryDirectory(prefix="tpch-bench-") as scratch:
         report_file = Path(scratch) / "report.json"
         command = [sys.executable, "-m", "flowsql.tpch.cli", "run", "--sf", f"{sf:g}",
                    "--data", str(data), "--engine", engine,
                    "--queries", ",".join(map(str, queries)), "--repeat", str(repeat),
-                   "--json", str(report_file), *(["--verify"] if verify else [])]
+                   "--json", str(report_file), *(["--verify"] if verify else []),
+                   *(["--parallelism", str(parallelism)] if parallelism is not None else [])]
         print(f"$ {' '.join(command)}", file=sys.stderr, flush=True)
         try:
             status = subprocess.run(command, stdout=sys.stderr, timeout=timeout,
@@ -136,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per query, best reported")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds each engine may take for all queries")
+    parser.add_argument("--parallelism", type=int, default=None,
+                        help="parallelism.default of the local engine (default 1: one "
+                             "process, Arrow's kernels threaded); DuckDB uses all cores")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
     data: Path = (args.data or ROOT / "data" / f"sf{args.sf:g}").resolve()
@@ -143,12 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generating TPC-H SF {args.sf:g} into {data}", file=sys.stderr, flush=True)
         generate(args.sf, data)
 
-    local = run_engine("local", data, args.sf, args.queries, args.repeat, True, args.timeout)
+    local = run_engine("local", data, args.sf, args.queries, args.repeat, True, args.timeout,
+                       args.parallelism)
     duckdb = run_engine("duckdb", data, args.sf, args.queries, args.repeat, False, args.timeout)
 
     header = ["query", "local s", "duckdb s", "local/duckdb", "verified"]
     print(f"TPC-H SF {args.sf:g}, best of {args.repeat}; {platform.machine()}, "
-          f"DuckDB threads {_duckdb_threads()}")
+          f"local parallelism {args.parallelism or 1}, DuckDB threads {_duckdb_threads()}")
     print()
     print(render(header, comparison_rows(local, duckdb, args.queries), args.markdown))
     print()

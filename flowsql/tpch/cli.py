@@ -104,6 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         report = run_benchmark(args.engine, args.data, queries=args.queries,
                                verify=args.verify, repeat=args.repeat, sf=args.sf,
+                               parallelism=args.parallelism,
                                on_outcome=lambda outcome: print(_format_outcome(outcome),
                                                                 flush=True))
     except FlowSQLError as exc:
@@ -136,6 +137,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                      help="compare each result with DuckDB on the same files")
     run.add_argument("--repeat", type=_positive_int, default=1,
                      help="runs per query; the best time is reported")
+    run.add_argument("--parallelism", type=_positive_int, default=None,
+                     help="parallelism.default of the local engine (default: the "
+                          "session's default, 1)")
     run.add_argument("--json", type=Path, default=None,
                      help="also write the measurements to this JSON file")
     run.set_defaults(func=_run)

@@ -36,14 +36,23 @@ def _sql_string(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def open_flowsql(data_dir: Path, engine: str = "local") -> QueryRunner:
-    """A flowsql session on ``engine`` with the TPC-H tables registered from ``data_dir``."""
+def open_flowsql(data_dir: Path, engine: str = "local",
+                 parallelism: int | None = None) -> QueryRunner:
+    """A flowsql session on ``engine`` with the TPC-H tables registered from ``data_dir``;
+    ``parallelism`` sets ``parallelism.default`` (None: the session's default)."""
     import flowsql
 
-    session = flowsql.connect(engine=engine)
+    options = {} if parallelism is None else {"parallelism.default": str(parallelism)}
+    session = flowsql.connect(engine=engine, **options)
     for table in TABLES:
         session.sql(f"CREATE TABLE {table} WITH ('connector'='filesystem', "
                     f"'path'={_sql_string(table_path(data_dir, table))}, 'format'='parquet')")
+    if parallelism is not None and parallelism > 1:
+        # start the worker processes before any query is timed (a tiny query would
+        # otherwise be planned on one subtask, in this process)
+        session.set("optimizer.small-query-on-one-subtask", "false")
+        session.sql("SELECT count(*) FROM region").to_arrow()
+        session.set("optimizer.small-query-on-one-subtask", "true")
     return lambda sql: session.sql(sql).to_arrow()
 
 
@@ -211,22 +220,27 @@ def _run_one(run_query: QueryRunner, number: int, repeat: int,
 
 def run_benchmark(engine: str, data_dir: Path, queries: Sequence[int] = QUERY_NUMBERS,
                   verify: bool = False, repeat: int = 1, sf: float | None = None,
-                  on_outcome: Callable[[QueryOutcome], None] | None = None) -> RunReport:
+                  on_outcome: Callable[[QueryOutcome], None] | None = None,
+                  parallelism: int | None = None) -> RunReport:
     """Run ``queries`` on ``engine`` over the Parquet files in ``data_dir``.
 
     A failing query is recorded and the run goes on; ``on_outcome`` sees each outcome as soon
-    as it is known (for progress output). Raises FlowSQLError only when the run cannot start:
-    unknown engine, incomplete data directory, tables that do not load.
+    as it is known (for progress output); ``parallelism`` (the local engine only) sets
+    ``parallelism.default``. Raises FlowSQLError only when the run cannot start: unknown
+    engine, incomplete data directory, tables that do not load.
     """
     if engine not in ENGINES:
         raise FlowSQLError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
     if repeat < 1:
         raise FlowSQLError(f"repeat must be at least 1, got {repeat}")
+    if parallelism is not None and engine != "local":
+        raise FlowSQLError(f"parallelism applies to the local engine only, not {engine}")
     data_dir = Path(data_dir).resolve()
     check_data_dir(data_dir, sf)
     started = time.perf_counter()
     try:
-        run_query = ENGINES[engine](data_dir)
+        run_query = (ENGINES[engine](data_dir) if parallelism is None
+                     else open_flowsql(data_dir, "local", parallelism))
     except Exception as exc:
         raise FlowSQLError(f"engine {engine} could not load the TPC-H tables: "
                            f"{describe_error(exc)}") from exc

@@ -126,3 +126,14 @@ def test_engine_that_cannot_load_tables_stops_the_run(tpch_dir: Path,
     monkeypatch.setitem(ENGINES, "unloadable", cannot_load)
     with pytest.raises(FlowSQLError, match="could not load the TPC-H tables: .*connector"):
         run_benchmark("unloadable", tpch_dir)
+
+
+def test_local_run_at_parallelism_two_verifies(tpch_dir: Path) -> None:
+    report = run_benchmark("local", tpch_dir, queries=[3, 6], verify=True, parallelism=2)
+    assert not report.failed
+    assert [o.verified for o in report.outcomes] == [True, True]
+
+
+def test_parallelism_is_refused_for_another_engine(tpch_dir: Path) -> None:
+    with pytest.raises(FlowSQLError, match="local engine only"):
+        run_benchmark("duckdb", tpch_dir, queries=[6], parallelism=2)

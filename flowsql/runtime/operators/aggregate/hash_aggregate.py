@@ -238,6 +238,8 @@ class HashAggregateOperator(Operator):
             return None
         if len(self._partials) == 1:
             merged = self._partials[0]
+        elif partials.disjoint(self._partials, self._group_keys):
+            merged = pa.concat_tables(self._partials)
         else:
             merged = partials.merge(pa.concat_tables(self._partials), self._group_keys,
                                     self.node.aggs)

@@ -11,7 +11,9 @@ merged partials into the aggregates' values at the end. The pieces are:
   and for AVG and the variance family also ``n<i>`` (the count of values), for the
   variance family also ``m<i>`` (M2);
 * :func:`merge` -- partials grouped by their keys once more (sums of sums and of counts, min
-  of mins, ...), the same columns;
+  of mins, ...), the same columns; :func:`disjoint` says when pieces share no group, so
+  that their partials together are already merged (input sorted or clustered on a key, as
+  ``lineitem`` on ``l_orderkey``);
 * :func:`final` -- merged partials to the aggregates' values (AVG = sum / count; COUNT of a
   group without values is 0).
 
@@ -102,6 +104,27 @@ def partial(table: pa.Table, keys: list[str], aggs: Sequence[AggCall],
                                       counts.cast(pa.float64()))
     return pa.table([grouped.column(k) for k in keys] + columns,
                     names=[*keys, *_partial_names(aggs)])
+
+
+def disjoint(partials: Sequence[pa.Table], keys: list[str]) -> bool:
+    """Whether no group occurs in two of ``partials`` (each with one row per group), so
+    that their concatenation has one row per group too: true when, for some integer or
+    date / time / timestamp key column without NULLs, the pieces' value ranges do not overlap. Costs
+    one min/max per piece and key column."""
+    if len(partials) < 2 or any(p.schema != partials[0].schema for p in partials):
+        return False
+    for key in keys:
+        columns = [p.column(key) for p in partials]
+        dtype = columns[0].type
+        ordered = pa.types.is_integer(dtype) or pa.types.is_date(dtype) or \
+            pa.types.is_timestamp(dtype) or pa.types.is_time(dtype)
+        if not ordered or any(c.null_count for c in columns):
+            continue
+        ranges = sorted((r["min"].as_py(), r["max"].as_py())
+                        for r in (pc.min_max(c) for c in columns if len(c)))
+        if all(high < low for (_, high), (low, _) in zip(ranges, ranges[1:])):
+            return True
+    return False
 
 
 def _partial_names(aggs: Sequence[AggCall]) -> list[str]:

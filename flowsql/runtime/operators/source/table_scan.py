@@ -38,6 +38,7 @@ from flowsql.runtime.kernels.batches import batch_size, make_batch
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.contract import Source
 from flowsql.runtime.operators.source.dictionary_prefilter import DictionaryPrefilter
+from flowsql.runtime.operators.source.read_ahead import read_ahead
 from flowsql.runtime.state.store import StateStore
 
 _FILES = pa.schema([pa.field("path", pa.string(), nullable=False),
@@ -51,7 +52,8 @@ UnitKey = tuple[str, int]
 
 
 class ScanOperator(Source):
-    """The connector's pushdown is best effort (row-group pruning), so every filter is
+    """Parquet row groups are decoded one ahead on a background thread (``read_ahead``).
+    The connector's pushdown is best effort (row-group pruning), so every filter is
     applied again, exactly, to each batch. Filters on one string column are evaluated
     first on the column's dictionary, so the strings of rows they reject are never
     decoded (``dictionary_prefilter``). Columns are cast to the field types (files
@@ -89,13 +91,14 @@ class ScanOperator(Source):
         names = [f.name for f in fields]
         size = batch_size(self.context.settings)
         prefilter = DictionaryPrefilter(fields, self.node.filters)
-        for unit in self._list_units():
+        table, metrics = self.node.table, self.context.metrics
+        units = [u for u in self._list_units()
+                 if not self._progress.get((u.path, u.row_group), (0, False))[1]]
+        for unit, raws in read_ahead(
+                units, lambda u: read_unit(table, u, names, size, metrics, prefilter.columns),
+                inline=lambda u: u.row_group < 0):
             key = (unit.path, unit.row_group)
-            read, done = self._progress.get(key, (0, False))
-            if done:
-                continue
-            raws = read_unit(self.node.table, unit, names, size, self.context.metrics,
-                             prefilter.columns)
+            read, _ = self._progress.get(key, (0, False))
             for raw in skip_rows(raws, read):
                 read += raw.num_rows
                 # recorded before the batch leaves: a snapshot taken while this generator
