@@ -102,7 +102,8 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit("--fixtures needs --verify")
     from flowsql.nexmark.runner import run_queries
 
-    print(f"{'query':>5}  {'events':>9}  {'seconds':>8}  {'events/s':>10}  {'peak RSS MB':>11}")
+    print(f"{'query':>5}  {'events':>9}  {'seconds':>8}  {'events/s':>10}  {'peak RSS MB':>11}"
+          f"  {'peak state MB':>13}  {'state rows':>10}")
     status = EXIT_OK
     for run in run_queries(args.queries, _config(args), args.parallelism, args.data):
         if run.error is not None:
@@ -111,7 +112,8 @@ def _run(args: argparse.Namespace) -> int:
             continue
         assert run.seconds is not None and run.peak_rss_bytes is not None
         print(f"{run.query:>5}  {run.events:>9}  {run.seconds:>8.3f}  "
-              f"{run.events_per_second:>10,.0f}  {run.peak_rss_bytes / 2**20:>11.0f}",
+              f"{run.events_per_second:>10,.0f}  {run.peak_rss_bytes / 2**20:>11.0f}  "
+              f"{(run.peak_state_bytes or 0) / 2**20:>13.1f}  {run.peak_state_rows or 0:>10,}",
               flush=True)
     return status
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv
@@ -29,6 +30,7 @@ from flowsql.errors import FlowSQLError
 from flowsql.nexmark.generator import GeneratorConfig
 from flowsql.nexmark.queries import QUERIES, SIDE_INPUT_COLUMNS, SIDE_INPUT_ROWS
 from flowsql.nexmark.tables import connector_ddl, file_ddl
+from flowsql.runtime.streaming.job import RESTARTING, RUNNING
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,10 @@ class QueryRun:
     events: int
     seconds: float | None = None
     peak_rss_bytes: int | None = None
+    #: the largest keyed state seen while the job ran: bytes and rows summed over its
+    #: operators and subtasks (sampled every STATE_SAMPLE_S from the job's gauges)
+    peak_state_bytes: int | None = None
+    peak_state_rows: int | None = None
     error: str | None = None
 
     @property
@@ -112,12 +118,35 @@ def run_query(query: str, config: GeneratorConfig, parallelism: int = 1,
             started = time.perf_counter()
             job = session.sql(insert).job
             assert job is not None
-            job.wait()
+            state = _StatePeak()
+            while job.wait(STATE_SAMPLE_S) in (RUNNING, RESTARTING):
+                state.sample(job.metrics())
             seconds = time.perf_counter() - started
             session.close()
     except FlowSQLError as error:
         return QueryRun(query, config.events, error=f"{type(error).__name__}: {error}")
-    return QueryRun(query, config.events, seconds, _peak_rss_bytes())
+    return QueryRun(query, config.events, seconds, _peak_rss_bytes(), state.bytes,
+                    state.rows)
+
+
+#: seconds between two readings of a running job's state gauges
+STATE_SAMPLE_S = 0.2
+
+
+class _StatePeak:
+    """The largest total of the ``state_bytes`` / ``state_rows`` gauges over a job's
+    operators seen so far. A job that ends between two readings (or keeps no keyed
+    state) leaves them None / 0: the figure is a sample, not an exact maximum."""
+
+    def __init__(self) -> None:
+        self.bytes: int | None = None
+        self.rows: int | None = None
+
+    def sample(self, metrics: list[dict[str, Any]]) -> None:
+        total_bytes = sum(m.get("state_bytes") or 0 for m in metrics)
+        total_rows = sum(m.get("state_rows") or 0 for m in metrics)
+        self.bytes = max(self.bytes or 0, total_bytes)
+        self.rows = max(self.rows or 0, total_rows)
 
 
 def warm_up(session: flowsql.Session) -> None:
