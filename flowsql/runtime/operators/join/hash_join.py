@@ -34,7 +34,6 @@ from flowsql.runtime.kernels.batches import (
     empty_batch,
     positional,
     table_to_batches,
-    to_table,
 )
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
@@ -139,12 +138,10 @@ class HashJoinOperator(Operator):
             self._start_grace()
             return
         side = self._build_input
-        schema = self._schemas[side]
-        table = to_table([b for b, _ in self._held] or [empty_batch(schema)], len(schema))
-        data = positional(table.combine_chunks().columns, table.num_rows)
-        keys = [pa.concat_arrays([k[i] for _, k in self._held]) if self._held
-                else pa.array([], t) for i, t in enumerate(self._key_types)]
-        self._held = []
+        held, self._held = self._held, []
+        data, keys = _combined(held or [(empty_batch(self._schemas[side]), [
+            pa.array([], t) for t in self._key_types])], len(self._schemas[side]))
+        del held
         available = self.context.memory.available
         spare = _DIRECT_TABLE_BYTES if available is None else min(available,
                                                                     _DIRECT_TABLE_BYTES)
@@ -181,6 +178,35 @@ class HashJoinOperator(Operator):
     def _emit_all(self, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
         for table in tables:
             yield from self._emit(table)
+
+
+def _combined(held: list[tuple[pa.RecordBatch, list[pa.Array]]], width: int
+              ) -> tuple[pa.Table, list[pa.Array]]:
+    """The held build batches as one table of contiguous columns, and their keys.
+
+    Column by column, dropping each column's pieces once it is combined: combining the
+    whole table at once would hold every byte of the build side twice for a moment, more
+    than the build side's accounted share. The caller must hold no other reference to the
+    batches."""
+    rows = sum(batch.num_rows for batch, _ in held)
+    pieces: list[list[pa.Array] | None] = [
+        [batch.column(i) for batch, _ in held] for i in range(width)]
+    key_pieces: list[list[pa.Array] | None] = [
+        [keys[i] for _, keys in held] for i in range(len(held[0][1]))]
+    held.clear()
+    columns = []
+    for i, chunks in enumerate(pieces):
+        assert chunks is not None
+        pieces[i] = None
+        columns.append(pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0])
+        del chunks
+    keys = []
+    for i, chunks in enumerate(key_pieces):
+        assert chunks is not None
+        key_pieces[i] = None
+        keys.append(pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0])
+        del chunks
+    return positional(columns, rows), keys
 
 
 def _data(batch: pa.RecordBatch) -> pa.Table:
