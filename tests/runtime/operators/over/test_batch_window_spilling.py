@@ -55,7 +55,8 @@ def _window(table: pa.Table, calls: list[tuple]) -> tuple[WindowExec, list[pa.Re
     node, _ = leaf(table)
     refs = {f.name: f.ref() for f in node.fields}
     order = (SortKey(refs["o"], True, False), SortKey(refs["id"]))
-    built = tuple(WindowCall(name, tuple(refs[a] for a in args), tuple(refs[p] for p in parts),
+    built = tuple(WindowCall(name, tuple(refs[a] if isinstance(a, str) else a for a in args),
+                             tuple(refs[p] for p in parts),
                              order, frame, dtype)
                   for name, args, _, dtype, parts, frame in calls)
     fields = tuple(Field.fresh(f"w{i}", c.dtype) for i, c in enumerate(built))
@@ -340,3 +341,39 @@ def test_whole_input_running_aggregates_by_peers_only(tmp_path: Path) -> None:
     _assert_like_duckdb(spilled.drop_columns([spilled.column_names[-1]]),
                         expected.drop_columns([expected.column_names[-1]]))
     assert spilled.column("id").to_pylist() == list(range(table.num_rows))
+
+
+# LAG / LEAD over the whole input with constant offsets (the default may be any expression)
+WHOLE_INPUT_SHIFTS = [
+    ("lag", ["v"], "lag(v)", pa.decimal128(12, 2), [], None),
+    ("lead", ["v"], "lead(v)", pa.decimal128(12, 2), [], None),
+    ("lag", ["id", Literal(3, T.INT64)], "lag(id, 3)", T.INT64, [], None),
+    ("lead", ["p", Literal(1500, T.INT64)], "lead(p, 1500)", T.STRING, [], None),
+    ("lead", ["id", Literal(2, T.INT64), "o"], "lead(id, 2, o)", T.INT64, [], None),
+    ("lag", ["o", Literal(0, T.INT64)], "lag(o, 0)", T.INT64, [], None),
+]
+
+
+@pytest.mark.parametrize("calls", [WHOLE_INPUT_SHIFTS,
+                                   [*WHOLE_INPUT_SHIFTS, *WHOLE_INPUT_RUNNING, *TWO_KEY_SETS]],
+                         ids=["alone", "with-others"])
+@pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
+def test_lag_and_lead_over_the_whole_input_stream_over_sorted_rows(
+        budget: str, rows: int, calls: list[tuple], tmp_path: Path) -> None:
+    # lead(p, 1500) looks further ahead than one sorted batch holds
+    table = _data_with_r(rows)
+    node, batches = _window(table, calls)
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    assert spilled.column("id").to_pylist() == list(range(table.num_rows))
+    _assert_like_duckdb(spilled, _duck_frames(table, calls))
+
+
+def test_lag_by_a_column_over_the_whole_input_still_fails_clearly(tmp_path: Path) -> None:
+    # an offset that differs per row may reach any row: the input must be held whole
+    table = _data_with_r(20_000)
+    node, batches = _window(table, [("lag", ["id", "q"], "lag(id, q)", T.INT64, [], None)])
+    with pytest.raises(ResourceExhausted, match="execution.memory-budget"):
+        drive_spilling(node, batches, budget="64kb", tmp=tmp_path)
