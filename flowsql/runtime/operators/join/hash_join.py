@@ -93,8 +93,8 @@ class HashJoinOperator(Operator):
             self._add_build(batch, keys)
             return ()
         if self._grace is not None:
-            self._grace.add_probe(self._with_keys(input, batch, keys))
-            return ()
+            return self._emit_all(iter(self._grace.add_probe(self._with_keys(input, batch,
+                                                                              keys))))
         assert self._joined is not None, "the build side ends before the probe side starts"
         return self._emit(self._joined.probe(_data(batch), keys))
 
@@ -132,10 +132,13 @@ class HashJoinOperator(Operator):
 
     def _end_build(self) -> None:
         if self._grace is not None:
+            self._grace.end_build()
             return
         rows = sum(b.num_rows for b, _ in self._held)
         if not self._memory.try_hold(INDEX_BYTES_PER_ROW * rows):
             self._start_grace()
+            assert self._grace is not None
+            self._grace.end_build()
             return
         side = self._build_input
         held, self._held = self._held, []
@@ -156,9 +159,11 @@ class HashJoinOperator(Operator):
             _spill_schema(self._schemas[build], self._key_types),
             _spill_schema(self._schemas[probe], self._key_types), self.context.name)
         held, self._held = self._held, []
-        for batch, keys in held:
+        self._memory.release_all()  # the grace join holds what stays resident again
+        while held:
+            batch, keys = held.pop(0)
             self._grace.add_build(self._with_keys(build, batch, keys))
-        self._memory.release_all()
+            del batch, keys
 
     def _with_keys(self, input: int, batch: pa.RecordBatch,
                    keys: list[pa.Array]) -> pa.RecordBatch:
