@@ -1,6 +1,11 @@
 """Grace hash join: both inputs partitioned to disk by key hash, joined partition by partition.
 
-Used when the build side does not fit ``execution.memory-budget``. Every build row and
+Used when the build side does not fit ``execution.memory-budget``. It is *hybrid*: build
+partitions stay in memory while the operator's share has room, and only a partition that
+no longer fits is written to disk (with all its rows so far, and every later row of it).
+At the end of the build side the resident partitions are indexed and joined with their
+probe rows as those arrive; only the probe rows of spilled partitions go to disk. So a
+build side a little over its share costs a little disk traffic, not the whole probe side. Every build row and
 every probe row goes to the spill partition its key hash names
 (:func:`flowsql.runtime.spill.partition_indices`), so rows with equal keys always meet in
 the same partition pair, and a row of either side lives in exactly one pair: each pair is

@@ -10,9 +10,10 @@ side decides (unmatched build rows of outer joins, semi / anti / mark answers fo
 build side) comes at its end. Only the build side is ever held.
 
 When the build side does not fit the budget (``HeldMemory.try_hold`` refuses), what was
-held is written to disk in hash partitions and the join continues as a grace hash join
+held is split into hash partitions and the join continues as a hybrid grace hash join
 (:class:`GraceHashJoin`): the rest of the build side and the whole probe side are
-partitioned the same way, and the partition pairs are joined one at a time at the end of
+partitioned the same way; partitions that fit stay in memory and are joined as the probe
+side streams, the others are spilled and their pairs joined one at a time at the end of
 the probe side.
 """
 
