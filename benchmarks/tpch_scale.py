@@ -232,7 +232,8 @@ def run_scale(sf: float, data: Path, args: argparse.Namespace) -> list[QueryRow]
                 results[engine] = measure(sf, data, query, engine, args, scratch)
                 measurement = results[engine][0]
                 print(f"SF {sf:g} Q{query} {engine}: {_seconds(measurement.seconds)} s, "
-                      f"peak {_peak_cell(measurement, args.parallelism)}"
+                      f"peak {_peak_cell(measurement, args.parallelism)}, "
+                      f"load {_load()}"
                       f"{'' if measurement.error is None else ', ' + measurement.error[:300]}",
                       file=sys.stderr, flush=True)
             (mine, mine_table), (theirs, theirs_table) = results["flowsql"], results["duckdb"]
@@ -242,6 +243,12 @@ def run_scale(sf: float, data: Path, args: argparse.Namespace) -> list[QueryRow]
 
 
 # --- reporting -----------------------------------------------------------------------------
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (the machine may be shared: timings under load
+    are only comparable within one run)."""
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
 
 def _seconds(value: float | None) -> str:
     return f"{value:.2f}" if value is not None else "-"
@@ -383,11 +390,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"flowsql tpch gen --sf {sf:g} --out {data}", file=sys.stderr)
             return 2
         scales.append((sf, data))
+    load_before = _load()
     results = [run_scale(sf, data, args) for sf, data in scales]
 
     print(f"TPC-H, flowsql with execution.memory-budget {args.budget} at parallelism "
           f"{args.parallelism}, against DuckDB (threads {_duckdb_threads()}); one process per "
-          f"query; {platform.machine()}, {os.cpu_count()} cores; timeout {args.timeout:g} s")
+          f"query; {platform.machine()}, {os.cpu_count()} cores; timeout {args.timeout:g} s; "
+          f"load average {load_before} at the start, {_load()} at the end")
     for (sf, _), rows in zip(scales, results):
         print(f"\nSF {sf:g}\n")
         print(render(*scale_table(rows, args.parallelism), args.markdown))

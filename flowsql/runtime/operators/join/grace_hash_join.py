@@ -1,6 +1,11 @@
 """Grace hash join: both inputs partitioned to disk by key hash, joined partition by partition.
 
-Used when the build side does not fit ``execution.memory-budget``. Every build row and
+Used when the build side does not fit ``execution.memory-budget``. It is *hybrid*: build
+partitions stay in memory while the operator's share has room, and only a partition that
+no longer fits is written to disk (with all its rows so far, and every later row of it).
+At the end of the build side the resident partitions are indexed and joined with their
+probe rows as those arrive; only the probe rows of spilled partitions go to disk. So a
+build side a little over its share costs a little disk traffic, not the whole probe side. Every build row and
 every probe row goes to the spill partition its key hash names
 (:func:`flowsql.runtime.spill.partition_indices`), so rows with equal keys always meet in
 the same partition pair, and a row of either side lives in exactly one pair: each pair is
@@ -74,8 +79,14 @@ class SpilledPartitions:
         self._null_writer: SpillWriter | None = None
 
     def add(self, batch: pa.RecordBatch) -> None:
+        for number, piece in self.pieces(batch):
+            self.write(number, piece)
+
+    def pieces(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        """``batch``'s rows by partition (only partitions that get rows); rows with a NULL
+        partition key are written to the NULL run at once."""
         if not batch.num_rows:
-            return
+            return []
         if batch.schema != self._schema:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=self._schema)
         keys = [batch.column(i) for i in self._key_positions]
@@ -91,23 +102,29 @@ class SpilledPartitions:
             self._null_writer.write(nulls)
             batch = batch.filter(valid)
             if not batch.num_rows:
-                return
+                return []
             keys = [batch.column(i) for i in self._key_positions]
         parts = partition_indices(keys, len(self._writers), self._level)
         order = np.argsort(parts, kind="stable")
         counts = np.bincount(parts, minlength=len(self._writers))
         ordered = batch.take(pa.array(order))
+        pieces = []
         start = 0
         for number, count in enumerate(counts):
             if count:
-                writer = self._writers[number]
-                if writer is None:
-                    writer = SpillWriter(self._context.spill, self._schema,
-                                         f"{self._label}-l{self._level}p{number}",
-                                         self._context.metrics)
-                    self._writers[number] = writer
-                writer.write(ordered.slice(start, int(count)))
+                pieces.append((number, ordered.slice(start, int(count))))
             start += int(count)
+        return pieces
+
+    def write(self, number: int, piece: pa.RecordBatch) -> None:
+        """Append rows of partition ``number`` to its run."""
+        writer = self._writers[number]
+        if writer is None:
+            writer = SpillWriter(self._context.spill, self._schema,
+                                 f"{self._label}-l{self._level}p{number}",
+                                 self._context.metrics)
+            self._writers[number] = writer
+        writer.write(piece)
 
     def finish(self) -> list[SpillRun | None]:
         return [w.finish() if w is not None else None for w in self._writers]
@@ -145,6 +162,12 @@ class GraceHashJoin:
         # the whole right side's facts, for null-aware joins without correlation keys
         self._facts = RightFacts()
         self._right_is_probe = spec.build_side == "left"
+        #: hybrid: the build rows of level-0 partitions still in memory (None: spilled)
+        self._resident: list[list[pa.RecordBatch] | None] = [[] for _ in range(PARTITIONS)]
+        #: bytes held for each resident partition (its rows, then its index too)
+        self._resident_bytes = [0] * PARTITIONS
+        #: after the build side: the joins of the resident partitions, by partition
+        self._joins: dict[int, BuildProbeJoin] = {}
 
     def _partitions(self, side: int, level: int) -> SpilledPartitions:
         label = ("hash-join-build", "hash-join-probe")[side]
@@ -152,14 +175,74 @@ class GraceHashJoin:
                                  level, label)
 
     def add_build(self, batch: pa.RecordBatch) -> None:
+        """Hold the batch's rows in their partitions while the share allows; a partition
+        that no longer fits goes to disk with all its rows (a hybrid hash join: the
+        partitions that fit are joined in memory as the probe side streams)."""
         if not self._right_is_probe:
             self._facts.add(batch.column(self._widths[0]))
-        self._build.add(batch)
+        for number, piece in self._build.pieces(batch):
+            held = self._resident[number]
+            if held is not None and self._memory.try_hold(piece.nbytes):
+                held.append(piece)
+                self._resident_bytes[number] += piece.nbytes
+                continue
+            if held is not None:
+                self._spill_resident(number)
+            self._build.write(number, piece)
 
-    def add_probe(self, batch: pa.RecordBatch) -> None:
+    def _spill_resident(self, number: int) -> None:
+        """Write a resident build partition to disk and release what it held."""
+        held = self._resident[number]
+        assert held is not None
+        for piece in held:
+            self._build.write(number, piece)
+        self._resident[number] = None
+        self._joins.pop(number, None)
+        self._memory.release(self._resident_bytes[number])
+        self._resident_bytes[number] = 0
+
+    def end_build(self) -> None:
+        """Index the resident partitions (spilling those whose index does not fit)."""
+        for number, held in enumerate(self._resident):
+            if held is None:
+                continue
+            rows = sum(piece.num_rows for piece in held)
+            if not self._memory.try_hold(INDEX_BYTES_PER_ROW * rows):
+                self._spill_resident(number)
+                continue
+            self._resident_bytes[number] += INDEX_BYTES_PER_ROW * rows
+            table = pa.Table.from_batches(held, schema=self._schemas[0])
+            self._resident[number] = []
+            data, keys = self._split_columns(table, 0)
+            self._joins[number] = BuildProbeJoin(self.spec, data, keys, self._facts)
+
+    def add_probe(self, batch: pa.RecordBatch) -> list[pa.Table]:
+        """Join the batch's rows of resident partitions at once (their output); spill the
+        rest with their partitions."""
         if self._right_is_probe:
             self._facts.add(batch.column(self._widths[1]))
-        self._probe.add(batch)
+        out = []
+        for number, piece in self._probe.pieces(batch):
+            joined = self._joins.get(number)
+            if joined is None:
+                self._probe.write(number, piece)
+                continue
+            data, keys = self._split_columns(piece, 1)
+            result = joined.probe(data, keys)
+            if result is not None and result.num_rows:
+                out.append(result)
+        return out
+
+    def _resident_results(self) -> Iterator[pa.Table]:
+        """What the resident partitions decide at the end of the probe side."""
+        for number in sorted(self._joins):
+            joined = self._joins.pop(number)
+            out = joined.finish()
+            del joined
+            self._memory.release(self._resident_bytes[number])
+            self._resident_bytes[number] = 0
+            if out is not None and out.num_rows:
+                yield out
 
     def results(self) -> Iterator[pa.Table]:
         """Outputs of every partition pair (the runs are deleted as they are joined).
@@ -174,6 +257,7 @@ class GraceHashJoin:
         builds, probes = self._build.finish(), self._probe.finish()
         null_builds, null_probes = self._build.finish_nulls(), self._probe.finish_nulls()
         try:
+            yield from self._resident_results()
             yield from self._join_all(builds, probes, 0)
             for run, side in ((null_builds, 0), (null_probes, 1)):
                 if run is not None:

@@ -10,9 +10,10 @@ side decides (unmatched build rows of outer joins, semi / anti / mark answers fo
 build side) comes at its end. Only the build side is ever held.
 
 When the build side does not fit the budget (``HeldMemory.try_hold`` refuses), what was
-held is written to disk in hash partitions and the join continues as a grace hash join
+held is split into hash partitions and the join continues as a hybrid grace hash join
 (:class:`GraceHashJoin`): the rest of the build side and the whole probe side are
-partitioned the same way, and the partition pairs are joined one at a time at the end of
+partitioned the same way; partitions that fit stay in memory and are joined as the probe
+side streams, the others are spilled and their pairs joined one at a time at the end of
 the probe side.
 """
 
@@ -34,7 +35,6 @@ from flowsql.runtime.kernels.batches import (
     empty_batch,
     positional,
     table_to_batches,
-    to_table,
 )
 from flowsql.runtime.kernels.held_memory import HeldMemory
 from flowsql.runtime.operator import Operator, OperatorContext
@@ -94,8 +94,8 @@ class HashJoinOperator(Operator):
             self._add_build(batch, keys)
             return ()
         if self._grace is not None:
-            self._grace.add_probe(self._with_keys(input, batch, keys))
-            return ()
+            return self._emit_all(iter(self._grace.add_probe(self._with_keys(input, batch,
+                                                                              keys))))
         assert self._joined is not None, "the build side ends before the probe side starts"
         return self._emit(self._joined.probe(_data(batch), keys))
 
@@ -133,18 +133,19 @@ class HashJoinOperator(Operator):
 
     def _end_build(self) -> None:
         if self._grace is not None:
+            self._grace.end_build()
             return
         rows = sum(b.num_rows for b, _ in self._held)
         if not self._memory.try_hold(INDEX_BYTES_PER_ROW * rows):
             self._start_grace()
+            assert self._grace is not None
+            self._grace.end_build()
             return
         side = self._build_input
-        schema = self._schemas[side]
-        table = to_table([b for b, _ in self._held] or [empty_batch(schema)], len(schema))
-        data = positional(table.combine_chunks().columns, table.num_rows)
-        keys = [pa.concat_arrays([k[i] for _, k in self._held]) if self._held
-                else pa.array([], t) for i, t in enumerate(self._key_types)]
-        self._held = []
+        held, self._held = self._held, []
+        data, keys = _combined(held or [(empty_batch(self._schemas[side]), [
+            pa.array([], t) for t in self._key_types])], len(self._schemas[side]))
+        del held
         available = self.context.memory.available
         spare = _DIRECT_TABLE_BYTES if available is None else min(available,
                                                                     _DIRECT_TABLE_BYTES)
@@ -159,9 +160,11 @@ class HashJoinOperator(Operator):
             _spill_schema(self._schemas[build], self._key_types),
             _spill_schema(self._schemas[probe], self._key_types), self.context.name)
         held, self._held = self._held, []
-        for batch, keys in held:
+        self._memory.release_all()  # the grace join holds what stays resident again
+        while held:
+            batch, keys = held.pop(0)
             self._grace.add_build(self._with_keys(build, batch, keys))
-        self._memory.release_all()
+            del batch, keys
 
     def _with_keys(self, input: int, batch: pa.RecordBatch,
                    keys: list[pa.Array]) -> pa.RecordBatch:
@@ -181,6 +184,35 @@ class HashJoinOperator(Operator):
     def _emit_all(self, tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
         for table in tables:
             yield from self._emit(table)
+
+
+def _combined(held: list[tuple[pa.RecordBatch, list[pa.Array]]], width: int
+              ) -> tuple[pa.Table, list[pa.Array]]:
+    """The held build batches as one table of contiguous columns, and their keys.
+
+    Column by column, dropping each column's pieces once it is combined: combining the
+    whole table at once would hold every byte of the build side twice for a moment, more
+    than the build side's accounted share. The caller must hold no other reference to the
+    batches."""
+    rows = sum(batch.num_rows for batch, _ in held)
+    pieces: list[list[pa.Array] | None] = [
+        [batch.column(i) for batch, _ in held] for i in range(width)]
+    key_pieces: list[list[pa.Array] | None] = [
+        [keys[i] for _, keys in held] for i in range(len(held[0][1]))]
+    held.clear()
+    columns = []
+    for i, chunks in enumerate(pieces):
+        assert chunks is not None
+        pieces[i] = None
+        columns.append(pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0])
+        del chunks
+    keys = []
+    for i, chunks in enumerate(key_pieces):
+        assert chunks is not None
+        key_pieces[i] = None
+        keys.append(pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0])
+        del chunks
+    return positional(columns, rows), keys
 
 
 def _data(batch: pa.RecordBatch) -> pa.Table:

@@ -24,13 +24,16 @@ by the external sort and written as one run; at the end the rows' run and every 
 run are zipped column-wise, again the in-memory result row for row.
 
 A call without PARTITION BY makes the whole input one partition. ROW_NUMBER, RANK and
-DENSE_RANK over it form a group of their own that needs no partition in memory
-(:mod:`streamed_ranking`): the positions are sorted by the window order externally,
-numbered batch by batch, and sorted back by position. Any other call without PARTITION
-BY (aggregates, LAG/LEAD, value functions, NTILE, ...) needs the whole input at once:
-when it does not fit, the operator fails with ResourceExhausted naming
-``execution.memory-budget`` (running aggregates over UNBOUNDED PRECEDING .. CURRENT ROW
-could stream the same way; that is not done).
+DENSE_RANK over it, running aggregates (SUM, COUNT, AVG, MIN, MAX over a frame from
+UNBOUNDED PRECEDING to CURRENT ROW) and LAG / LEAD with constant offsets form a group of
+their own that needs no partition in memory (:mod:`streamed_ranking`,
+:mod:`streamed_running`, :mod:`streamed_shifts`): the positions, with the calls'
+arguments, are sorted by the window order externally, evaluated chunk by chunk with what
+earlier chunks carry over (and, for LEAD, the rows that follow), and sorted back by
+position. Any other call without PARTITION BY (value functions, NTILE, sliding frames, an
+aggregate's whole-input frame without ORDER BY, LAG / LEAD by a column) needs the whole
+input at once: when it does not fit, the operator fails with ResourceExhausted naming
+``execution.memory-budget``.
 """
 
 from __future__ import annotations
@@ -59,6 +62,19 @@ from flowsql.runtime.kernels.ordering import sort_indices
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.over import window_functions as W
 from flowsql.runtime.operators.over.streamed_ranking import RunningRanks, streamable
+from flowsql.runtime.operators.over.streamed_running import (
+    RunningAggregate,
+    counts_rows,
+    frame_of,
+    is_running,
+    peer_chunks,
+)
+from flowsql.runtime.operators.over.streamed_shifts import (
+    RunningShift,
+    is_shift,
+    lookahead_rows,
+    with_lookahead,
+)
 from flowsql.runtime.operators.over.window_frames import Layout, default_frame, frame_bounds
 from flowsql.runtime.operators.over.window_groups import partition_groups_of_calls, zip_runs
 from flowsql.runtime.spill.external_sort import ExternalSorter
@@ -290,37 +306,73 @@ class WindowOperator(Operator):
             sorter.close()
 
     def _streamed_results(self, run: SpillRun, group: _CallGroup) -> SpillRun:
-        """A group of ranking calls over the whole input (:mod:`streamed_ranking`): the
-        positions are sorted by the window order externally, numbered batch by batch, and
-        the (numbers, position) rows sorted back into input order."""
+        """A group of ranking calls and running aggregates over the whole input
+        (:mod:`streamed_ranking`, :mod:`streamed_running`): the positions, with the
+        aggregates' arguments, are sorted by the window order externally, evaluated chunk
+        by chunk, and the (values, position) rows sorted back into input order."""
         size = batch_size(self.context.settings)
-        order_by = self.node.calls[group.members[0]].order_by
+        calls = [self.node.calls[i] for i in group.members]
+        order_by = calls[0].order_by
         order_fns = [(compile_expr(k.expr, group.schema), k.expr.dtype) for k in order_by]
+        # the argument columns each call reads: a running aggregate its argument, LAG /
+        # LEAD their value and default
+        arg_exprs: list[Expr] = []
+        arg_columns: dict[int, list[int]] = {}
+        for call in calls:
+            wanted = ([] if counts_rows(call) else [call.args[0]]) if is_running(call) \
+                else [call.args[0], *call.args[2:3]] if is_shift(call) else []
+            arg_columns[id(call)] = list(range(1 + len(arg_exprs),
+                                               1 + len(arg_exprs) + len(wanted)))
+            arg_exprs += wanted
+        arg_fns = [(compile_expr(e, group.schema), e.dtype) for e in arg_exprs]
         position = len(group.columns)
+
+        def walked(batch: pa.RecordBatch) -> pa.RecordBatch:
+            """(position, arguments, order keys): the sort keys come last."""
+            arrays = [batch.column(position),
+                      *(conform(fn(batch), dtype) for fn, dtype in arg_fns),
+                      *(conform(fn(batch), dtype) for fn, dtype in order_fns)]
+            return pa.RecordBatch.from_arrays(
+                arrays, names=[f"c{i}" for i in range(len(arrays))])
+
         by_order = ExternalSorter(self.context, order_by, "window", size)
         numbered: SpillWriter | None = None
         try:
             for batch in run.read() if order_by else ():
-                arrays = [batch.column(position),
-                          *(conform(fn(batch), dtype) for fn, dtype in order_fns)]
-                by_order.add(pa.RecordBatch.from_arrays(
-                    arrays, names=[f"c{i}" for i in range(len(arrays))]))
+                by_order.add(walked(batch))
             # numbered rows go to a run first: the merge above keeps the memory it needs
             # while they are written, and the sort by position gets it after
             ranks = RunningRanks()
+            running = {id(c): RunningAggregate(c, order_by) for c in calls if is_running(c)}
+            shifts = {id(c): RunningShift(c) for c in calls if is_shift(c)}
             # without ORDER BY all rows are peers, numbered in input order
             ordered = (by_order.sorted_tables() if order_by
-                       else (pa.Table.from_batches([b]) for b in run.read()))
-            for table in ordered:
-                if table.num_rows == 0:
-                    continue
+                       else (pa.Table.from_batches([walked(b)]) for b in run.read()))
+            # a RANGE frame ends at the row's last peer: chunks of whole peer groups
+            peers = bool(order_by) and any(frame_of(c).mode == "range" for c in calls
+                                           if is_running(c))
+            chunks = peer_chunks(ordered, len(order_by)) if peers else ordered
+            for table, ahead in with_lookahead(chunks, lookahead_rows(calls)):
                 table = table.combine_chunks()
-                order = [table.column(1 + j).chunk(0) for j in range(len(order_by))]
-                numbers = ranks.next(order, table.num_rows)
-                columns = [conform(pa.array(numbers[self.node.calls[i].name]),
-                                   self.node.fields[i].dtype) for i in group.members]
-                # sorted: (position, order keys); unsorted: (the group's columns, position)
-                columns.append(table.column(0 if order_by else position).chunk(0))
+                n = table.num_rows
+                order = [table.column(1 + len(arg_fns) + j).chunk(0)
+                         for j in range(len(order_by))]
+                numbers = ranks.next(order, n)
+                columns = []
+                for i, call in zip(group.members, calls):
+                    args = [table.column(c).chunk(0) for c in arg_columns[id(call)]]
+                    if is_running(call):
+                        value = running[id(call)].next(args[0] if args else None, order, n)
+                    elif is_shift(call):
+                        following = (ahead.column(arg_columns[id(call)][0]).chunk(0)
+                                     if ahead is not None and ahead.num_rows
+                                     else args[0].slice(0, 0))
+                        value = shifts[id(call)].next(args[0], args[1] if len(args) > 1
+                                                      else None, following)
+                    else:
+                        value = pa.array(numbers[call.name])
+                    columns.append(conform(value, self.node.fields[i].dtype))
+                columns.append(table.column(0).chunk(0))
                 batch = pa.RecordBatch.from_arrays(
                     columns, names=[f"c{i}" for i in range(len(columns))])
                 if numbered is None:

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.planner.expressions import WindowCall
+from flowsql.runtime.operators.over.streamed_running import is_running
+from flowsql.runtime.operators.over.streamed_shifts import is_shift
 from flowsql.runtime.operators.over.window_frames import change_flags
 
 #: the functions computed here
@@ -23,10 +25,12 @@ STREAMED = ("row_number", "rank", "dense_rank")
 
 
 def streamable(calls: Sequence[WindowCall]) -> bool:
-    """Calls without PARTITION BY that this module can evaluate together: built-in ranking
-    functions of one ORDER BY."""
+    """Calls without PARTITION BY that can be evaluated together over rows in window order:
+    built-in ranking functions (this module), running aggregates (:mod:`streamed_running`)
+    and LAG / LEAD with constant offsets (:mod:`streamed_shifts`) of one ORDER BY."""
     return bool(calls) and all(
-        not c.partition_by and c.function is None and c.name in STREAMED
+        (not c.partition_by and c.function is None and c.name in STREAMED or is_running(c)
+         or is_shift(c))
         and c.order_by == calls[0].order_by for c in calls)
 
 

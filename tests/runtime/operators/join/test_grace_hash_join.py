@@ -202,3 +202,22 @@ def test_not_in_correlated_only_by_a_residual_cannot_spill(tmp_path: Path) -> No
     node = _join("anti", ln, rn, [(0, 0)], True, null_aware=True)
     with pytest.raises(ResourceExhausted, match="cannot be split to disk"):
         _run(node, lb, rb, BUDGETS["64kb"], tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "right", "full", "anti"])
+def test_a_build_side_a_little_over_the_budget_keeps_most_partitions_in_memory(
+        kind: str, tmp_path: Path) -> None:
+    """Hybrid: only the partitions that do not fit go to disk, with their probe rows; the
+    rest are joined as the probe side streams. Compared with a budget that spills every
+    partition, far fewer bytes are written, and the answer is the same."""
+    ln, lb, rn, rb = _nodes()
+    node = _join(kind, ln, rn, [(0, 0), (1, 1)], kind == "left", "right")
+    hybrid, metrics = _run(node, lb, rb, int(2.3 * 2**20), tmp_path / "h")
+    everything, all_spilled = _run(node, lb, rb, BUDGETS["64kb"], tmp_path / "a")
+    _spilled(metrics)
+    assert metrics["spilled_bytes"] < 0.6 * all_spilled["spilled_bytes"]
+    assert_rows(hybrid, everything)
+    cond = "l.k = r.k AND l.c = r.c" + (" AND l.v < r.v" if kind == "left" else "")
+    sql = (f"SELECT * FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE {cond})"
+           if kind == "anti" else f"SELECT * FROM l {SQL_KIND[kind]} r ON {cond}")
+    assert_rows(hybrid, duck(sql, l=L, r=R))
