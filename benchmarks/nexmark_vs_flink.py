@@ -81,6 +81,8 @@ class Figure:
     flink_small_seconds: float | None
     load_before: float
     error: str | None = None
+    #: flowsql's largest keyed state while the job ran (sampled; see QueryRun)
+    flowsql_peak_state_mib: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -165,7 +167,8 @@ def figure(query: str, parallelism: int, args: argparse.Namespace,
                   _mib_of(csv_run) if csv_run is not None else None,
                   flink.get("events_per_s"), flink.get("peak_rss_mib"),
                   _marginal(flink, args.events, args.warm_events), flink.get("small_seconds"),
-                  load, "; ".join(errors) or None)
+                  load, "; ".join(errors) or None,
+                  run.peak_state_bytes / 2**20 if run.peak_state_bytes is not None else None)
 
 
 def _mib_of(run: QueryRun) -> float | None:
@@ -201,7 +204,8 @@ def table(figures: list[Figure], parallelism: int) -> str:
     with_csv = any(f.flowsql_csv_events_per_s is not None for f in figures)
     head = ["query", "flowsql events/s", "Flink events/s", "flowsql / Flink",
             "Flink job over warm-up events", "Flink marginal events/s",
-            "flowsql / Flink marginal", "flowsql peak RSS", "Flink peak RSS", "load"]
+            "flowsql / Flink marginal", "flowsql peak RSS", "Flink peak RSS",
+            "flowsql peak state", "load"]
     if with_csv:
         head[2:2] = ["flowsql over CSV"]
         head.insert(5, "flowsql over CSV / Flink")
@@ -213,6 +217,8 @@ def table(figures: list[Figure], parallelism: int) -> str:
                  "-" if f.flink_small_seconds is None else f"{f.flink_small_seconds:.1f} s",
                  _rate_or_dash(f.flink_marginal_events_per_s), _ratio(f.marginal_ratio),
                  _mib(f.flowsql_peak_rss_mib), _mib(f.flink_peak_rss_mib),
+                 "-" if f.flowsql_peak_state_mib is None
+                 else f"{f.flowsql_peak_state_mib:.1f} MiB",
                  f"{f.load_before:.1f}"]
         if with_csv:
             cells[2:2] = [_rate(f.flowsql_csv_events_per_s)]

@@ -134,9 +134,10 @@ STATE_SAMPLE_S = 0.2
 
 
 class _StatePeak:
-    """The largest total of the ``state_bytes`` / ``state_rows`` gauges over a job's
-    operators seen so far. A job that ends between two readings (or keeps no keyed
-    state) leaves them None / 0: the figure is a sample, not an exact maximum."""
+    """The largest total of the ``state_bytes`` gauges over a job's operators seen so far,
+    and (each its own maximum) of ``state_rows``. None before the first reading: a job
+    that ends before it reports nothing, one without keyed state 0. The figure is a
+    sample, not an exact maximum."""
 
     def __init__(self) -> None:
         self.bytes: int | None = None
