@@ -15,6 +15,7 @@ from flowsql.optimizer.rules.migrate_predicates import migrate_predicates
 from flowsql.optimizer.rules.order_predicates import order_predicates
 from flowsql.optimizer.rules.prune_columns import prune_columns
 from flowsql.optimizer.rules.push_down_filter import push_down_filter
+from flowsql.optimizer.rules.push_down_semi_join import push_down_semi_join
 from flowsql.optimizer.rules.reduce_by_semi_join import reduce_by_semi_join
 from flowsql.optimizer.rules.remove_subquery_alias import remove_subquery_alias
 from flowsql.optimizer.rules.reorder_joins import reorder_joins
@@ -44,6 +45,9 @@ RULES: tuple[Rule, ...] = (
     # After pushdown (the reducer is a scan with the filters pushdown gave it) and before
     # join ordering (the reduced scan is a smaller leaf of the subquery's join block).
     reduce_by_semi_join,
+    # After pushdown (which gives the semi join from an IN / EXISTS its condition) and
+    # before join ordering (the input it lands on becomes a smaller leaf of the block).
+    push_down_semi_join,
     # After pushdown (needs the join graph and filtered leaf estimates), before pruning (it
     # adds a Project restoring column order that pruning may then drop).
     reorder_joins,
