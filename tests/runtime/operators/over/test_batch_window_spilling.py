@@ -74,15 +74,24 @@ def _duck(table: pa.Table, calls: list[tuple]) -> pa.Table:
     return duck(f"SELECT *, {', '.join(selects)} FROM t", t=table)
 
 
+
+def spilled_equal_to_unlimited(node: Any, batches: list[pa.RecordBatch], budget: str,
+                               tmp_path: Path) -> pa.Table:
+    """The window's output at ``budget``, checked to have spilled more than one run and to
+    equal, bit for bit, the output of the same input at an unlimited budget (which spills
+    nothing)."""
+    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
+    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
+    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
+    assert spilled.equals(unlimited)
+    return spilled
+
 @pytest.mark.parametrize("budget, rows", [("64kb", 20_000), ("1mb", 60_000)])
 def test_spilled_windows_equal_the_in_memory_result(budget: str, rows: int,
                                                     tmp_path: Path) -> None:
     table = _data(rows)
     node, batches = _window(table, CALLS)
-    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
-    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
-    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
-    assert spilled.equals(unlimited)
+    spilled = spilled_equal_to_unlimited(node, batches, budget, tmp_path)
     assert spilled.column("id").to_pylist() == list(range(table.num_rows))
     if budget == "1mb":
         assert_rows(spilled, _duck(table, CALLS))
@@ -186,10 +195,7 @@ def test_calls_without_common_keys_spill_group_by_group(budget: str, rows: int,
     # p, o and r have NULL keys; no key is common to all calls
     table = _data_with_r(rows)
     node, batches = _window(table, calls)
-    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
-    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
-    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
-    assert spilled.equals(unlimited)
+    spilled = spilled_equal_to_unlimited(node, batches, budget, tmp_path)
     assert spilled.column("id").to_pylist() == list(range(table.num_rows))
     assert_rows(spilled, _duck_frames(table, calls))
 
@@ -241,10 +247,7 @@ def test_ranking_over_the_whole_input_streams_over_sorted_rows(budget: str, rows
     # o has 100 values and NULLs: peer groups span the sorted batches
     table = _data_with_r(rows)
     node, batches = _window(table, calls)
-    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
-    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
-    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
-    assert spilled.equals(unlimited)
+    spilled = spilled_equal_to_unlimited(node, batches, budget, tmp_path)
     assert_rows(spilled, _duck_frames(table, calls))
 
 
@@ -303,10 +306,8 @@ def test_running_aggregates_over_the_whole_input_stream_over_sorted_rows(
         budget: str, rows: int, calls: list[tuple], tmp_path: Path) -> None:
     table = _data_with_r(rows)
     node, batches = _window(table, calls)
-    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
-    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
-    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
-    assert spilled.equals(unlimited)  # bit for bit, the averages' floats included
+    # bit for bit, the averages' floats included
+    spilled = spilled_equal_to_unlimited(node, batches, budget, tmp_path)
     assert spilled.column("id").to_pylist() == list(range(table.num_rows))
     _assert_like_duckdb(spilled, _duck_frames(table, calls))
 
@@ -363,10 +364,7 @@ def test_lag_and_lead_over_the_whole_input_stream_over_sorted_rows(
     # lead(p, 1500) looks further ahead than one sorted batch holds
     table = _data_with_r(rows)
     node, batches = _window(table, calls)
-    spilled, metrics = drive_spilling(node, batches, budget=budget, tmp=tmp_path / "s")
-    unlimited, none = drive_spilling(node, batches, budget=None, tmp=tmp_path / "u")
-    assert metrics["spilled_runs"] > 1 and "spilled_runs" not in none
-    assert spilled.equals(unlimited)
+    spilled = spilled_equal_to_unlimited(node, batches, budget, tmp_path)
     assert spilled.column("id").to_pylist() == list(range(table.num_rows))
     _assert_like_duckdb(spilled, _duck_frames(table, calls))
 
