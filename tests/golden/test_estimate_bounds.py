@@ -45,7 +45,8 @@ QERROR_BOUNDS: dict[int, tuple[float | None, float | None]] = {
                         # on them now below the joins
     19: (20, 1.5),      # 13.2, 1.00: 1 row; brand and container dampened, 'AIR REG'
                         # is no ship mode
-    20: (19, 2.5),      # 12.5, 1.70
+    20: (19, 32),       # 12.5, 21.0: the grouped sum over lineitem is reduced to the parts
+                        # named 'forest%' (the LIKE prefix estimated at 10%, ~1% actual)
     21: (9, 6),         # 5.85, 4.00
     22: (3.7, 1.5),     # 2.45, 1.00
 }

@@ -18,6 +18,7 @@ from .planbuilder import agg, aggregate, col, eq, filter_, join, lit, scan, tabl
 # the rows stay the oracle's (NULLs included).
 T_BIG = table("t", 1_000_000, a=T.INT64, b=T.INT64, s=T.STRING)
 U_BIG = table("u", 1_000_000, x=T.INT64, y=T.INT64, z=T.STRING)
+V_BIG = table("v", 1_000_000, k=T.INT64, w=T.INT64)
 
 
 def _semi_joins(plan: LogicalPlan) -> list[Join]:
@@ -65,6 +66,35 @@ def test_unfiltered_outer_scan_gives_no_reducer(oracle):
     grouped = aggregate(inner, ["x"], m=agg("max", col(inner, "y")))
     plan = join(outer, grouped, "left", eq(col(outer, "a"), col(grouped, "x")))
     assert not _semi_joins(assert_optimized_same(oracle, plan))
+
+
+def _outer_joined_to_filtered_v(kind: str) -> LogicalPlan:
+    """``t`` (no filter of its own) joined by ``kind`` to the ``v`` rows with w = 200, on
+    a = k, then left-joined to ``max(y)`` of ``u`` grouped by x, on a = x."""
+    t_scan, v_scan = scan(T_BIG), scan(V_BIG)
+    filtered_v = filter_(v_scan, eq(col(v_scan, "w"), lit(200)))
+    outer = join(t_scan, filtered_v, kind, eq(col(t_scan, "a"), col(filtered_v, "k")))
+    inner = scan(U_BIG)
+    grouped = aggregate(inner, ["x"], m=agg("max", col(inner, "y")))
+    return join(outer, grouped, "left", eq(col(outer, "a"), col(grouped, "x")))
+
+
+def test_reducer_found_through_a_semi_join_of_the_outer_key(oracle):
+    """TPC-H Q20's shape: the outer key's scan has no filter, but a semi join keeps only
+    keys equal to a filtered scan's column; a copy of that scan reduces the aggregate."""
+    optimized = assert_optimized_same(oracle, _outer_joined_to_filtered_v("semi"))
+    below_aggregate = [j for j in _semi_joins(optimized)
+                       if j.left.table.name == "u"]  # type: ignore[attr-defined]
+    assert len(below_aggregate) == 1
+    reducer = below_aggregate[0].right
+    assert reducer.table.name == "v"  # type: ignore[attr-defined]
+    assert [str(f) for f in reducer.filters] == ["(w = 200)"]  # type: ignore[attr-defined]
+
+
+def test_no_reducer_through_a_left_join_of_the_outer_key(oracle):
+    """A LEFT join keeps every outer key, matched in ``v`` or not: nothing restricts them."""
+    optimized = assert_optimized_same(oracle, _outer_joined_to_filtered_v("left"))
+    assert not _semi_joins(optimized)
 
 
 def test_not_applied_when_the_cost_model_finds_it_dearer():
