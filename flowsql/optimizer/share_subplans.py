@@ -17,7 +17,11 @@ id, so subtrees reading different outer columns never look alike.
 What is shared:
 
 * only subtrees that contain work worth keeping (an aggregate, join, sort, window or set
-  operation); scans with filters and projections are read again rather than buffered;
+  operation), or a filtered scan of a large table estimated to keep few rows (table above,
+  estimate at most ``_SMALL_FILTERED_SCAN`` rows: decoding and filtering the whole table
+  again costs more than buffering the rows kept; TPC-H Q17 and Q20 read the same filtered ``part`` twice, once as the
+  reducer of ``reduce_by_semi_join``); other scans, filters and projections are read again
+  rather than buffered;
 * only deterministic subtrees (``planner.determinism``): a non-deterministic function must
   run as often as the query says;
 * only subtrees without exchanges whose copies run in the same stage of a parallel plan:
@@ -53,6 +57,7 @@ from flowsql.planner.physical import (
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
+    TableScanExec,
     TopNExec,
     WindowExec,
 )
@@ -64,6 +69,9 @@ __all__ = ["share_subplans", "subplan_shape"]
 #: node types whose work is worth buffering an output for
 _WORTH_SHARING = (HashAggregateExec, SortAggregateExec, HashJoinExec, SortMergeJoinExec,
                   NestedLoopJoinExec, WindowExec, SortExec, TopNExec, SetOpExec)
+#: a filtered scan of a table of more rows than this, estimated to keep at most this many,
+#: is shared like real work
+_SMALL_FILTERED_SCAN = 65_536
 #: plan node fields that do not change what a node computes
 _IGNORED_FIELDS = frozenset({"est_rows"})
 
@@ -114,9 +122,17 @@ def _with_stages(plan: PhysicalPlan) -> Iterator[tuple[PhysicalPlan, int]]:
 
 def _shareable(node: PhysicalPlan) -> bool:
     nodes = list(_preorder(node))
-    return (any(isinstance(n, _WORTH_SHARING) for n in nodes)
+    return (any(isinstance(n, _WORTH_SHARING) or _small_filtered_scan(n) for n in nodes)
             and not any(isinstance(n, ExchangeExec) and n.kind != "forward" for n in nodes)
             and all(_deterministic(n) for n in nodes))
+
+
+def _small_filtered_scan(node: PhysicalPlan) -> bool:
+    if not (isinstance(node, TableScanExec) and node.filters and node.watermark is None):
+        return False
+    table_rows = node.table.statistics.row_count if node.table.statistics else None
+    return (table_rows is not None and table_rows > _SMALL_FILTERED_SCAN
+            and node.est_rows <= _SMALL_FILTERED_SCAN)
 
 
 def _deterministic(node: PhysicalPlan) -> bool:

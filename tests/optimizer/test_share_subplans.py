@@ -147,3 +147,34 @@ def test_copies_in_different_stages_are_not_shared(tpch_dir: Path) -> None:
     physical = _physical(session, load_query(15))
     assert "Exchange[hash]" in physical
     assert "SharedSubplan" not in physical
+
+
+def test_small_filtered_scan_of_a_large_table_is_read_once(tmp_path: Path) -> None:
+    """Re-reading a table of 100,000 rows to keep 2,000 costs more than buffering them:
+    the two equal filtered scans are one SharedSubplan, with the rows DuckDB computes. Over
+    a table of 1,000 rows (the control) the scan is read twice."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write(name: str, rows: int) -> flowsql.Session:
+        a = pa.array(range(rows), type=pa.int64())
+        pq.write_table(pa.table({"a": a, "s": pa.array(
+            ["x" if i % 50 == 0 else f"v{i % 7}" for i in range(rows)])}),
+            tmp_path / f"{name}.parquet")
+        session = flowsql.connect()
+        session.sql(f"CREATE TABLE t WITH ('connector'='filesystem', "
+                    f"'path'='{tmp_path / name}.parquet', 'format'='parquet')")
+        return session
+
+    sql = ("SELECT l.a, r.a AS b FROM t l JOIN t r ON l.a = r.a + 50 "
+           "WHERE l.s = 'x' AND r.s = 'x' ORDER BY l.a")
+    large = write("large", 100_000)
+    physical = _physical(large, sql)
+    assert physical.count("SharedSubplan #1") == 1 and physical.count("ReuseSubplan #1") == 1
+    assert physical.count("TableScan t") == 1
+    expected = duckdb.sql(sql.replace("FROM t l JOIN t r", f"FROM '{tmp_path}/large.parquet' l "
+                                      f"JOIN '{tmp_path}/large.parquet' r")).fetchall()
+    assert len(expected) == 1_999
+    assert [tuple(r.values()) for r in large.sql(sql).to_arrow().to_pylist()] == expected
+    assert _physical(write("small", 1_000), sql).count("TableScan t") == 2
