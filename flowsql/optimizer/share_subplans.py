@@ -94,19 +94,74 @@ def share_subplans(plan: PhysicalPlan) -> PhysicalPlan:
 
 def _largest_group(plan: PhysicalPlan) -> list[PhysicalPlan] | None:
     """The occurrences (in pre-order) of the largest subtree that appears at least twice
-    in one stage and may be shared; None when there is none."""
+    in one stage and may be shared; None when there is none.
+
+    One bottom-up pass summarizes every subtree (:class:`_Summary`); the full shape, whose
+    cost grows with the subtree, is computed only for shareable subtrees whose outline
+    another shareable subtree of the same stage repeats -- in most plans none."""
+    summaries = _summaries(plan)
+    nodes = [(node, stage) for node, stage in _with_stages(plan)
+             if summaries[id(node)].shareable]
+    outlines: dict[tuple[int, int], int] = {}
+    for node, stage in nodes:
+        key = (summaries[id(node)].outline, stage)
+        outlines[key] = outlines.get(key, 0) + 1
     groups: dict[tuple[Any, int], list[PhysicalPlan]] = {}
     sizes: dict[tuple[Any, int], int] = {}
-    for node, stage in _with_stages(plan):
-        if not _shareable(node):
-            continue
+    for node, stage in nodes:
+        if outlines[(summaries[id(node)].outline, stage)] < 2:
+            continue  # no other subtree has its outline, so none has its shape
         key = (subplan_shape(node), stage)
         groups.setdefault(key, []).append(node)
-        sizes[key] = sum(1 for _ in _preorder(node))
+        sizes[key] = summaries[id(node)].size
     repeated = [key for key, nodes in groups.items() if len(nodes) > 1]
     if not repeated:
         return None
     return groups[max(repeated, key=lambda key: sizes[key])]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Summary:
+    """What :func:`_largest_group` needs of one subtree. ``outline`` numbers the subtree's
+    node types, inputs and tables read: two subtrees of equal shape have equal outlines
+    (the converse need not hold)."""
+
+    size: int
+    outline: int
+    shareable: bool
+
+
+def _summaries(plan: PhysicalPlan) -> dict[int, _Summary]:
+    """The summary of every subtree of ``plan``, by node identity, computed bottom-up in
+    one pass (a shared input is summarized once)."""
+    summaries: dict[int, _Summary] = {}
+    # facts of each subtree: (size, outline, worth sharing, no cutting exchange,
+    # deterministic)
+    facts: dict[int, tuple[int, int, bool, bool, bool]] = {}
+    outline_numbers: dict[Any, int] = {}
+    stack: list[tuple[PhysicalPlan, bool]] = [(plan, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if id(node) in facts:
+            continue
+        if not inputs_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.inputs))
+            continue
+        below = [facts[id(child)] for child in node.inputs]
+        tables = tuple(value.name for value in _field_values(node)
+                       if isinstance(value, TableEntry))
+        outline_key = (type(node).__name__, tuple(fact[1] for fact in below), tables)
+        outline = outline_numbers.setdefault(outline_key, len(outline_numbers))
+        size = 1 + sum(fact[0] for fact in below)
+        worth = (isinstance(node, _WORTH_SHARING) or _small_filtered_scan(node)
+                 or any(fact[2] for fact in below))
+        uncut = (not (isinstance(node, ExchangeExec) and node.kind != "forward")
+                 and all(fact[3] for fact in below))
+        deterministic = _deterministic(node) and all(fact[4] for fact in below)
+        facts[id(node)] = (size, outline, worth, uncut, deterministic)
+        summaries[id(node)] = _Summary(size, outline, worth and uncut and deterministic)
+    return summaries
 
 
 def _with_stages(plan: PhysicalPlan) -> Iterator[tuple[PhysicalPlan, int]]:
@@ -120,14 +175,9 @@ def _with_stages(plan: PhysicalPlan) -> Iterator[tuple[PhysicalPlan, int]]:
         stack.extend((child, below) for child in reversed(node.inputs))
 
 
-def _shareable(node: PhysicalPlan) -> bool:
-    nodes = list(_preorder(node))
-    return (any(isinstance(n, _WORTH_SHARING) or _small_filtered_scan(n) for n in nodes)
-            and not any(isinstance(n, ExchangeExec) and n.kind != "forward" for n in nodes)
-            and all(_deterministic(n) for n in nodes))
-
-
 def _small_filtered_scan(node: PhysicalPlan) -> bool:
+    """Whether ``node`` is a filtered scan of a large table estimated to keep few rows:
+    buffering its rows costs less than decoding and filtering the table again."""
     if not (isinstance(node, TableScanExec) and node.filters and node.watermark is None):
         return False
     table_rows = node.table.statistics.row_count if node.table.statistics else None

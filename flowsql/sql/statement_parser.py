@@ -215,7 +215,8 @@ def parse_ast(text: str, start: int, end: int) -> exp.Expression:
     too_deep = lambda: SqlSyntaxError(too_deep_message("parse"), line, col, text)  # noqa: E731
     try:
         with deep_nesting(too_deep):
-            parsed = sqlglot.parse(masked, read=DIALECT)
+            # the tokens read above, not a second tokenizing: what sqlglot.parse would do
+            parsed = sqlglot.Dialect.get_or_raise(DIALECT).parser().parse(list(tokens), masked)
     except ParseError as e:
         err = e.errors[0] if e.errors else {"description": str(e)}
         raise parse_error(err, text, start, end, tokens) from None

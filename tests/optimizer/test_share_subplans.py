@@ -178,3 +178,33 @@ def test_small_filtered_scan_of_a_large_table_is_read_once(tmp_path: Path) -> No
     assert len(expected) == 1_999
     assert [tuple(r.values()) for r in large.sql(sql).to_arrow().to_pylist()] == expected
     assert _physical(write("small", 1_000), sql).count("TableScan t") == 2
+
+
+#: two CTEs alike but for a constant (same operators over the same table) and the first
+#: referenced twice: only the first's two copies are the same subplan
+ALIKE_BUT_ONE_CONSTANT = """
+WITH low AS (
+    SELECT n_regionkey AS region, count(*) AS nations FROM nation
+    WHERE n_nationkey > 3 GROUP BY n_regionkey),
+high AS (
+    SELECT n_regionkey AS region, count(*) AS nations FROM nation
+    WHERE n_nationkey > 11 GROUP BY n_regionkey)
+SELECT a.region, a.nations AS a_nations, b.nations AS b_nations, c.nations AS c_nations
+FROM low a JOIN high b ON a.region = b.region JOIN low c ON b.region = c.region
+ORDER BY a.region"""
+
+
+def test_subplans_alike_in_outline_are_shared_only_when_equal(
+        tpch_session: flowsql.Session, duckdb_tpch) -> None:  # type: ignore[no-untyped-def]
+    """``high`` has the operators and table of ``low`` and another constant: it is computed
+    on its own, while ``low``'s two references are one shared subplan; the rows are
+    DuckDB's."""
+    physical = _physical(tpch_session, ALIKE_BUT_ONE_CONSTANT)
+    assert physical.count("SharedSubplan #1") == 1
+    assert physical.count("ReuseSubplan #1") == 1
+    assert "#2" not in physical
+    assert physical.count("TableScan nation") == 2
+    rows = tpch_session.sql(ALIKE_BUT_ONE_CONSTANT).to_arrow().to_pylist()
+    expected = duckdb_tpch.sql(ALIKE_BUT_ONE_CONSTANT).to_arrow_table().to_pylist()
+    assert rows == expected
+    assert len(rows) == 5

@@ -8,6 +8,9 @@ What a node delivers (per subtask; column ids of its output):
 * FilterExec, LimitExec and a forward exchange keep their input's order; a ProjectExec
   keeps it through the columns it passes on (renaming their ids), up to the first key it
   drops;
+* a SharedSubplanExec keeps its input's order, and every ReuseSubplanExec of the same
+  subplan delivers that order too, under its own column ids (each consumer reads the
+  buffered output in the order the subplan produced it; columns line up by position);
 * a SortMergeJoinExec its left keys, ascending NULLS LAST (its output keeps the left
   input's order, and the right rows without a match come last with NULL left keys); a
   SortAggregateExec its group fields, ascending NULLS LAST;
@@ -33,29 +36,38 @@ from flowsql.planner.physical import (
     LimitExec,
     PhysicalPlan,
     ProjectExec,
+    ReuseSubplanExec,
+    SharedSubplanExec,
     SortAggregateExec,
     SortExec,
     SortMergeJoinExec,
     TopNExec,
 )
 from flowsql.planner.properties import UNORDERED, Ordering, OrderKey
+from flowsql.planner.schema import Schema
+
+#: per shared subplan (by share id), the order its output has and the columns it has it in
+_SharedOrders = dict[int, tuple[Ordering, Schema]]
 
 __all__ = ["check_ordering", "delivered_ordering"]
 
 
 def check_ordering(plan: PhysicalPlan) -> None:
     """Raise PlanError naming the first node whose input is not sorted as it requires."""
-    _visit(plan, ())
+    _visit(plan, (), {})
 
 
 def delivered_ordering(plan: PhysicalPlan) -> Ordering:
     """The order in which each subtask emits ``plan``'s rows (checking the plan below)."""
-    return _visit(plan, ())
+    return _visit(plan, (), {})
 
 
-def _visit(node: PhysicalPlan, path: tuple[str, ...]) -> Ordering:
+def _visit(node: PhysicalPlan, path: tuple[str, ...], shared: _SharedOrders) -> Ordering:
+    """``shared`` gathers the shared subplans met so far; the SharedSubplanExec comes
+    before its reuses (it is their first copy in pre-order, and copies are disjoint), so
+    inputs visited left to right meet it first."""
     inner = (*path, node_name(node))
-    inputs = [_visit(child, inner) for child in node.inputs]
+    inputs = [_visit(child, inner, shared) for child in node.inputs]
     if isinstance(node, SortMergeJoinExec):
         for side, keys, delivered in (("left", node.left_keys, inputs[0]),
                                       ("right", node.right_keys, inputs[1])):
@@ -73,6 +85,12 @@ def _visit(node: PhysicalPlan, path: tuple[str, ...]) -> Ordering:
     if isinstance(node, ProjectExec):
         return _renamed(inputs[0], {e.cid: f.cid for e, f in zip(node.exprs, node.fields)
                                     if isinstance(e, ColumnRef)})
+    if isinstance(node, SharedSubplanExec):
+        shared[node.share_id] = (inputs[0], node.schema)
+        return inputs[0]
+    if isinstance(node, ReuseSubplanExec) and node.share_id in shared:
+        delivered, columns = shared[node.share_id]
+        return _renamed(delivered, {a.cid: b.cid for a, b in zip(columns, node.fields)})
     return UNORDERED
 
 
