@@ -316,8 +316,19 @@ def read_unit(table: TableEntry, unit: ScanUnit, columns: list[str], batch_size:
         raise DataError(f"cannot read Parquet file '{unit.path}': {e}") from None
 
 
+#: a dictionary page above this share of its column chunk's bytes marks a column of mostly
+#: distinct values (free text): reading it as an Arrow dictionary re-encodes every value the
+#: writer stored plainly once its dictionary grew too large (TPC-H ``o_comment``: five times
+#: the decoding time of plain strings), and a filter checked per distinct value saves nothing
+_DICTIONARY_SHARE_LIMIT = 1 / 8
+#: dictionary pages up to this many bytes are cheap to decode whatever their share (in a
+#: small row group even a few distinct values are a large part of the chunk)
+_SMALL_DICTIONARY_BYTES = 16 * 1024
+
+
 def _dictionary_encoded(unit: ScanUnit, wanted: frozenset[str]) -> set[str]:
-    """The ``wanted`` columns that ``unit``'s row group stores with a dictionary page."""
+    """The ``wanted`` columns that ``unit``'s row group stores with a dictionary page that
+    is a small part of the column chunk (few distinct values)."""
     if not wanted:
         return set()
     try:
@@ -327,9 +338,19 @@ def _dictionary_encoded(unit: ScanUnit, wanted: frozenset[str]) -> set[str]:
     found = set()
     for i in range(group.num_columns):
         column = group.column(i)
-        if column.path_in_schema in wanted and column.has_dictionary_page:
+        if column.path_in_schema in wanted and column.has_dictionary_page \
+                and _small_dictionary(column):
             found.add(column.path_in_schema)
     return found
+
+
+def _small_dictionary(column: Any) -> bool:
+    """Whether ``column``'s dictionary page (the bytes before its first data page) is at
+    most :data:`_SMALL_DICTIONARY_BYTES` or :data:`_DICTIONARY_SHARE_LIMIT` of the column
+    chunk."""
+    dictionary_bytes = column.data_page_offset - column.dictionary_page_offset
+    return 0 <= dictionary_bytes <= max(_SMALL_DICTIONARY_BYTES,
+                                        column.total_compressed_size * _DICTIONARY_SHARE_LIMIT)
 
 
 def file_sizes(table: TableEntry) -> dict[str, int]:

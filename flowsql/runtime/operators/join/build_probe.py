@@ -79,10 +79,20 @@ class JoinSpec:
     residual: Residual | None
     null_aware: bool
     key_count: int
+    #: positions in :attr:`pair_schema` of the columns the residual reads, the fields it
+    #: was compiled against (None: it was compiled against the whole pair schema); only
+    #: these columns of the candidate pairs are gathered to check it
+    residual_columns: tuple[int, ...] | None = None
 
     @property
     def pair_schema(self) -> Schema:
         return (*self.left_schema, *self.right_schema)
+
+    @property
+    def existence_only(self) -> bool:
+        """Whether a build-left probe only needs to know which left rows have a pair
+        (semi, anti, mark): a left row already paired needs no further pairs."""
+        return self.kind in ("semi", "anti", "mark")
 
 
 def _nulls(key: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -229,9 +239,15 @@ class BuildProbeJoin:
         """Pairs ``(lid, rid)`` of the probe batch with the build table, all keys equal
         and the residual true."""
         pid, bid = self.index.probe(keys)
+        if self.spec.residual is None or not len(pid):
+            return (pid, bid) if left_probe else (bid, pid)
+        if not left_probe and self.spec.existence_only:
+            # a left row already paired keeps its answer: its pairs skip the residual
+            open_pairs = ~self._visited[bid]
+            pid, bid = pid[open_pairs], bid[open_pairs]
+            if not len(pid):
+                return bid, pid
         lid, rid = (pid, bid) if left_probe else (bid, pid)
-        if self.spec.residual is None or not len(lid):
-            return lid, rid
         left, right = (probe, self.build) if left_probe else (self.build, probe)
         return self._filter_residual(left, right, lid, rid)
 
@@ -242,11 +258,25 @@ class BuildProbeJoin:
         keep = []
         for start in range(0, len(lid), _RESIDUAL_CHUNK):
             li, ri = lid[start:start + _RESIDUAL_CHUNK], rid[start:start + _RESIDUAL_CHUNK]
-            batch = make_batch(paired(left, right, li, ri), self.spec.pair_schema, len(li))
+            batch = self._residual_input(left, right, li, ri)
             mask = residual(batch).to_numpy(zero_copy_only=False)
             keep.append(np.flatnonzero(mask) + start)
         survivors = np.concatenate(keep)
         return lid[survivors], rid[survivors]
+
+    def _residual_input(self, left: pa.Table, right: pa.Table, lid: np.ndarray,
+                        rid: np.ndarray) -> pa.RecordBatch:
+        """The pairs' rows as the residual reads them: only its columns when it was
+        compiled against those (:attr:`JoinSpec.residual_columns`)."""
+        spec = self.spec
+        if spec.residual_columns is None:
+            return make_batch(paired(left, right, lid, rid), spec.pair_schema, len(lid))
+        width = len(spec.left_schema)
+        lids, rids = pa.array(lid), pa.array(rid)
+        columns = [left.column(i).take(lids) if i < width else right.column(i - width).take(rids)
+                   for i in spec.residual_columns]
+        pair = spec.pair_schema
+        return make_batch(columns, tuple(pair[i] for i in spec.residual_columns), len(lid))
 
     def _correlated_pairs(self, left: pa.Table, lkeys: list[pa.Array], right: pa.Table,
                           rkeys: list[pa.Array], lrows: np.ndarray, rrows: np.ndarray

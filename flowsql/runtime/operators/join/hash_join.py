@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from flowsql.planner import types as T
+from flowsql.planner.expressions import ColumnRef, Expr, walk
 from flowsql.planner.physical import HashJoinExec
 from flowsql.planner.schema import Schema
 from flowsql.runtime.expressions import compile_expr, compile_predicate
@@ -59,6 +60,16 @@ def _spill_schema(schema: Schema, key_types: list[pa.DataType]) -> pa.Schema:
                      + [pa.field(f"k{i}", t) for i, t in enumerate(key_types)])
 
 
+def residual_inputs(residual: Expr, pair: Schema) -> tuple[int, ...] | None:
+    """Positions in ``pair`` (left then right schema) of the columns ``residual`` reads,
+    in order, each column resolved as the compiler resolves it (the last field of its id);
+    None when it reads none (a constant is evaluated over the whole pair schema)."""
+    positions = {f.cid: i for i, f in enumerate(pair)}
+    used = {positions[e.cid] for e in walk(residual)
+            if isinstance(e, ColumnRef) and e.cid in positions}
+    return tuple(sorted(used)) if used else None
+
+
 class HashJoinOperator(Operator):
     """See the module docstring."""
 
@@ -74,10 +85,14 @@ class HashJoinOperator(Operator):
                          [compile_expr(k, node.right.schema) for k in node.right_keys])
         self._key_types = [_key_type(lk.dtype, rk.dtype)
                            for lk, rk in zip(node.left_keys, node.right_keys)]
-        residual = (compile_predicate(node.residual, (*node.left.schema, *node.right.schema))
+        pair = (*node.left.schema, *node.right.schema)
+        residual_columns = (residual_inputs(node.residual, pair)
+                            if node.residual is not None else None)
+        residual = (compile_predicate(node.residual, pair if residual_columns is None
+                                      else tuple(pair[i] for i in residual_columns))
                     if node.residual is not None else None)
         self._spec = JoinSpec(node.kind, node.build_side, node.left.schema, node.right.schema,
-                              residual, node.null_aware, len(node.left_keys))
+                              residual, node.null_aware, len(node.left_keys), residual_columns)
         self._schemas = (node.left.schema, node.right.schema)
         self._held: list[tuple[pa.RecordBatch, list[pa.Array]]] = []
         self._joined: BuildProbeJoin | None = None

@@ -72,6 +72,34 @@ def test_hash_join_semi_anti(kind: str, residual: bool) -> None:
                           l=L, r=R))
 
 
+@pytest.mark.parametrize("kind", ["semi", "anti", "mark"])
+@pytest.mark.parametrize("build", ["left", "right"])
+@pytest.mark.parametrize("condition", ["l.x < r.y", "r.c <> l.c"])
+def test_semi_anti_mark_with_residual_on_either_build_side(kind: str, build: str,
+                                                          condition: str) -> None:
+    """The residual reads only some columns of each side (they alone are gathered), and
+    a left row's candidates arrive in several probe batches (built left, a row already
+    found skips the residual for its later candidates)."""
+    right = pa.table({
+        "k": pa.array([2, 1, 2, 5, 2, 1, 5, 7, 2], pa.int64()),
+        "c": pa.array(["b", "a", "z", "c", "b", None, "d", "a", "q"]),
+        "y": pa.array([15, 5, 25, 45, 30, 11, 60, 61, 22], pa.int64()),
+    })
+    ln, lb, rn, rb = _sides(right=right)
+    x_or_c = 2 if "x" in condition else 1
+    op = "lt" if "<" in condition else "neq"
+    residual = Call(op, (ln.fields[x_or_c].ref(), rn.fields[x_or_c].ref()), T.BOOL)
+    mark = Field.fresh("m", T.BOOL) if kind == "mark" else None
+    node = _hash(kind, ln, rn, [(0, 0)], residual, build,
+                 **({"mark": mark} if mark is not None else {}))
+    out = drive(node, lb, rb)
+    exists = f"EXISTS (SELECT 1 FROM r WHERE r.k = l.k AND {condition})"
+    sql = {"semi": f"SELECT * FROM l WHERE {exists}",
+           "anti": f"SELECT * FROM l WHERE NOT {exists}",
+           "mark": f"SELECT *, {exists} FROM l"}[kind]
+    assert_rows(out, duck(sql, l=L, r=right))
+
+
 @pytest.mark.parametrize("residual", [False, True])
 def test_hash_mark_join_is_exists(residual: bool) -> None:
     ln, lb, rn, rb = _sides()

@@ -80,3 +80,32 @@ def test_dictionary_encoded_row_groups_are_read_as_dictionaries(table: Path) -> 
     assert plain.schema.field("mode").type == pa.string()
     assert batch.column(1).cast(pa.string()).to_pylist() == plain.column(1).to_pylist()
     assert plain.column(1).to_pylist()[:3] == ["MAIL", "AIR", "MAIL"]  # rows 1000-1002
+
+
+def test_columns_of_mostly_distinct_values_are_read_as_plain_strings(tmp_path: Path) -> None:
+    """A dictionary page holding nearly every value (free text) is not worth decoding into
+    an Arrow dictionary: the column is read as plain strings, and a LIKE over it still
+    returns exactly DuckDB's rows."""
+    n = 2000
+    data = pa.table({
+        "k": pa.array(range(n), pa.int64()),
+        "mode": pa.array([["AIR", "MAIL"][i % 2] for i in range(n)], pa.string()),
+        "note": pa.array([f"note {i} about special {i * 7919 % 1000} requests" for i in range(n)],
+                         pa.string()),
+    })
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, row_group_size=1000, use_dictionary=True, compression="none")
+    session = flowsql.connect()
+    session.sql(f"CREATE TABLE t WITH ('path' = '{path}')")
+    entry = session.catalog.get("t")
+    unit = scan_units(entry, [])[0]
+    batch = next(read_unit(entry, unit, ["mode", "note"], 4096,
+                           dictionary_columns=frozenset({"mode", "note"})))
+    assert pa.types.is_dictionary(batch.schema.field("mode").type)
+    assert batch.schema.field("note").type == pa.string()
+    sql = "SELECT k, note FROM t WHERE note NOT LIKE '%special%9%requests%' AND mode = 'AIR'"
+    duck = duckdb.connect()
+    duck.sql(f"CREATE VIEW t AS SELECT * FROM read_parquet('{path}')")
+    expected = duck.sql(sql).to_arrow_table()
+    assert 0 < expected.num_rows < n // 2
+    assert compare_tables(session.sql(sql).to_arrow(), expected, ordered=False) == []
