@@ -112,12 +112,17 @@ def _once_each(table: pa.Table, specs: list[tuple[str, str, Any]]
     """``specs`` without repeats, and per spec the name of the column computing it: an
     argument column holding the very same buffers as an earlier one (Q1 sums
     ``l_quantity`` and averages it) is aggregated once per function. Same buffers, type,
-    offsets and lengths mean the same values, so the results are the same."""
+    offsets and lengths mean the same values, so the results are the same. Likewise the
+    counts of columns without NULLs are all the group's row count (Q1's three AVGs and
+    COUNT(*))."""
     first: dict[tuple[Any, ...], str] = {}
     unique: dict[tuple[str, str], tuple[str, str, Any]] = {}
     computed: list[str] = []
     for column, function, options in specs:
-        same = first.setdefault(_identity(table.column(column)), column)
+        values = table.column(column)
+        identity = ("every row",) if function == "count" and not values.null_count \
+            else _identity(values)
+        same = first.setdefault(identity, column)
         unique.setdefault((same, function), (same, function, options))
         computed.append(f"{same}_{function}")
     return list(unique.values()), computed

@@ -59,3 +59,15 @@ def test_variance_family_over_one_column() -> None:
     squares = sum((v - mean) ** 2 for v in (1.0, 2.0, 4.0, 8.0))
     assert abs(var_pop - squares / 4) < 1e-12 and abs(var_samp - squares / 3) < 1e-12
     assert total == 15.0
+
+
+def test_counts_of_columns_without_nulls_are_the_row_count() -> None:
+    with_null = pa.array([1, None, 3], pa.int64())
+    table = pa.table({"g0": [0, 0, 1], "a0": pa.array([1, 2, 3], pa.int64()),
+                      "a1": pa.array([True, True, True]), "a2": with_null,
+                      "a3": pa.array([5.0, 6.0, 7.0])})
+    aggs = [_agg("avg", T.INT64), AggCall("count_star", (), T.INT64), _agg("count", T.INT64),
+            _agg("count", T.FLOAT64)]
+    assert _rows(partials.partial(table, ["g0"], aggs)) == [
+        {"g0": 0, "p0": 3, "n0": 2, "p1": 2, "p2": 1, "p3": 2},
+        {"g0": 1, "p0": 3, "n0": 1, "p1": 1, "p2": 1, "p3": 1}]
