@@ -69,6 +69,27 @@ def test_deterministic_function_used_twice_in_aggregates_runs_once(calls: list[i
     assert calls == [4]
 
 
+def test_repeated_inside_one_expression_runs_once(calls: list[int], tpch_dir: Path) -> None:
+    session = _session(tpch_dir)
+    rows = session.sql(f"SELECT CASE WHEN twice(v) > 30 THEN twice(v) ELSE -twice(v) END AS a "
+                       f"FROM {ONE_BATCH}").to_arrow().to_pylist()
+    assert rows == [{"a": -20}, {"a": 40}, {"a": 60}, {"a": None}]
+    assert calls == [4]
+
+
+def test_a_branch_failing_on_rows_it_never_selects_is_shared_correctly() -> None:
+    """``7 % (k - 2)`` fails on the whole batch (k = 2), so each CASE evaluates it again on
+    the rows that select it: a sub-batch, never answered with another batch's result."""
+    session = flowsql.connect()
+    rows = session.sql("""
+        SELECT CASE WHEN k = 2 THEN 0 ELSE 7 % (k - 2) END AS a,
+               CASE WHEN k = 2 THEN -1 ELSE 7 % (k - 2) * 10 END AS b,
+               CASE WHEN k <> 2 THEN 7 % (k - 2) END + 7 % (k - 2 + 10) AS c
+        FROM (VALUES (1), (2), (4), (5)) AS t(k)""").to_arrow().to_pylist()
+    assert rows == [{"a": 0, "b": 0, "c": 7}, {"a": 0, "b": -1, "c": None},
+                    {"a": 1, "b": 10, "c": 8}, {"a": 1, "b": 10, "c": 8}]
+
+
 def test_non_deterministic_function_runs_for_each_occurrence(calls: list[int],
                                                              tpch_dir: Path) -> None:
     session = _session(tpch_dir, deterministic=False)

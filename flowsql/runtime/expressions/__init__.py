@@ -43,15 +43,27 @@ __all__ = ["compile_expr", "compile_exprs", "compile_predicate", "evaluate_const
 
 
 def compile_expr(expr: Expr, schema: Schema) -> Callable[[pa.RecordBatch], pa.Array]:
-    """Compile ``expr`` over batches whose column ``i`` is ``schema[i]``."""
+    """Compile ``expr`` over batches whose column ``i`` is ``schema[i]``; a deterministic
+    sub-expression it repeats (Q19's ``CAST(l_quantity AS DECIMAL(21, 2))``) is computed
+    once per batch."""
     positions = {f.cid: i for i, f in enumerate(schema)}
+    shared = SharedSubexpressions([expr])
     with deep_nesting(lambda: ExecutionError(too_deep_message("compile"))):
-        node = compile_node(expr, positions)
+        node = compile_node(expr, positions, shared if shared.any else None)
     dtype = expr.dtype
     run = node.run
 
     def evaluate(batch: pa.RecordBatch) -> pa.Array:
         return as_array(conform(run(batch), dtype), batch.num_rows)
+
+    if shared.any:
+        def evaluate_once(batch: pa.RecordBatch) -> pa.Array:
+            try:
+                return as_array(conform(run(batch), dtype), batch.num_rows)
+            finally:
+                shared.release()
+
+        evaluate = evaluate_once
 
     if _depth(expr) <= _SHALLOW:
         return evaluate
