@@ -121,16 +121,18 @@ def _once_each(table: pa.Table, specs: list[tuple[str, str, Any]]
     for column, function, options in specs:
         values = table.column(column)
         identity = ("every row",) if function == "count" and not values.null_count \
-            else _identity(values)
+            else _identity(values) or ("column", column)
         same = first.setdefault(identity, column)
         unique.setdefault((same, function), (same, function, options))
         computed.append(f"{same}_{function}")
     return list(unique.values()), computed
 
 
-def _identity(column: pa.ChunkedArray) -> tuple[Any, ...]:
+def _identity(column: pa.ChunkedArray) -> tuple[Any, ...] | None:
     """Where the column's values are in memory: equal for two columns only if they hold
-    the same values."""
+    the same values (None for a dictionary column, whose dictionary its buffers omit)."""
+    if pa.types.is_dictionary(column.type):
+        return None
     return (str(column.type), *((chunk.offset, len(chunk),
                                  *(None if b is None else b.address for b in chunk.buffers()))
                                 for chunk in column.chunks))

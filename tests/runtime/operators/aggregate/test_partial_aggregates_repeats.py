@@ -71,3 +71,13 @@ def test_counts_of_columns_without_nulls_are_the_row_count() -> None:
     assert _rows(partials.partial(table, ["g0"], aggs)) == [
         {"g0": 0, "p0": 3, "n0": 2, "p1": 2, "p2": 1, "p3": 2},
         {"g0": 1, "p0": 3, "n0": 1, "p1": 1, "p2": 1, "p3": 1}]
+
+
+def test_dictionary_columns_are_never_taken_for_one_another() -> None:
+    """Two dictionary columns may share their indices' buffers and differ in dictionary."""
+    indices = pa.array([0, 1, 0], pa.int32())
+    first = pa.chunked_array([pa.DictionaryArray.from_arrays(indices, pa.array(["x", "y"]))])
+    second = pa.chunked_array([pa.DictionaryArray.from_arrays(indices, pa.array(["p", "q"]))])
+    assert partials._identity(first) is None and partials._identity(second) is None
+    assert partials._identity(pa.chunked_array([indices])) == \
+        partials._identity(pa.chunked_array([indices]))
