@@ -71,13 +71,14 @@ def _deterministic(expr: Expr) -> bool:
 
 
 class _Remembered:
-    """The result of one shared node for the batch it was last computed for."""
+    """The result of one shared node for the batch it was last computed for: one
+    ``(batch, value)`` pair, read and replaced as a whole, so that a caller never pairs
+    one batch with another batch's value."""
 
-    __slots__ = ("batch", "value")
+    __slots__ = ("entry",)
 
     def __init__(self) -> None:
-        self.batch: pa.RecordBatch | None = None
-        self.value: Any = None
+        self.entry: tuple[pa.RecordBatch, Any] | None = None
 
 
 class SharedSubexpressions:
@@ -122,10 +123,11 @@ class SharedSubexpressions:
         run = node.run
 
         def remembered(batch: pa.RecordBatch) -> Datum:
-            if memory.batch is batch:
-                return memory.value
+            entry = memory.entry
+            if entry is not None and entry[0] is batch:
+                return entry[1]
             value = run(batch)
-            memory.batch, memory.value = batch, value
+            memory.entry = (batch, value)
             return value
 
         shared = Node(remembered, node.dtype)
@@ -135,4 +137,4 @@ class SharedSubexpressions:
     def release(self) -> None:
         """Forget every remembered result (called after each batch)."""
         for memory in self._memory:
-            memory.batch = memory.value = None
+            memory.entry = None
