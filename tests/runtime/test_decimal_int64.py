@@ -52,3 +52,25 @@ def test_declines_what_it_cannot_prove() -> None:
     assert int64_decimal_op("add", pa.scalar(1), pa.scalar(2), pa.decimal128(5, 0)) is None
     assert int64_decimal_op("add", pa.scalar(None, pa.int32()), RATES,
                             pa.decimal128(16, 2)) is None
+
+
+def test_wide_types_holding_small_values_take_the_int64_path() -> None:
+    """A precision beyond 18 digits: each value's high word is checked (NULL slots not)."""
+    wide = pa.array([D("123.4567"), None, D("-0.0001"), D("99999999.9999")],
+                    pa.decimal128(30, 4))
+    out = int64_decimal_op("multiply", wide, RATES.slice(0, 4), pa.decimal128(38, 6))
+    assert out is not None
+    assert out.to_pylist() == _expected("multiply", wide.to_pylist(),
+                                        RATES.slice(0, 4).to_pylist())
+    beyond = pa.array([D("1" + "0" * 20), D("1")], pa.decimal128(30, 0))
+    assert int64_decimal_op("add", beyond, beyond, pa.decimal128(31, 0)) is None
+
+
+def test_types_too_wide_for_the_bound_look_at_the_values() -> None:
+    """DECIMAL(15,2) * DECIMAL(16,2) might pass 2^62 by type; these values do not."""
+    one_minus = int64_decimal_op("subtract", pa.scalar(1, pa.int32()), RATES,
+                                 pa.decimal128(16, 2))
+    assert one_minus is not None
+    out = int64_decimal_op("multiply", PRICES, one_minus, pa.decimal128(32, 4))
+    assert out is not None
+    assert out.to_pylist() == _expected("multiply", PRICES.to_pylist(), one_minus.to_pylist())

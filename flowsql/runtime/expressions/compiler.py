@@ -42,6 +42,7 @@ from flowsql.runtime.expressions import (  # noqa: F401  (importing registers th
 from flowsql.runtime.expressions.casts import build_cast
 from flowsql.runtime.expressions.conditional import build_case
 from flowsql.runtime.expressions.registry import KERNELS, Node, Run, constant_node
+from flowsql.runtime.expressions.shared_subexpressions import SharedSubexpressions
 from flowsql.runtime.expressions.support import conform, typed_null
 from flowsql.runtime.expressions.user_function_call import compile_udf_call
 
@@ -62,7 +63,23 @@ def literal_scalar(expr: Literal) -> pa.Scalar:
             from None
 
 
-def compile_node(expr: Expr, positions: dict[int, int]) -> Node:
+def compile_node(expr: Expr, positions: dict[int, int],
+                 shared: SharedSubexpressions | None = None) -> Node:
+    """``expr`` compiled over batches whose column ``positions[cid]`` holds column ``cid``;
+    a sub-expression ``shared`` knows as repeated compiles once and is evaluated once per
+    batch."""
+    key = shared.key_of(expr) if shared is not None else None
+    if key is None:
+        return _compile(expr, positions, shared)
+    assert shared is not None
+    node = shared.node(key)
+    if node is None:
+        node = shared.share(key, _compile(expr, positions, shared))
+    return node
+
+
+def _compile(expr: Expr, positions: dict[int, int], shared: SharedSubexpressions | None
+             ) -> Node:
     if isinstance(expr, ColumnRef):
         index = positions.get(expr.cid)
         if index is None:
@@ -73,18 +90,18 @@ def compile_node(expr: Expr, positions: dict[int, int]) -> Node:
     if isinstance(expr, Literal):
         return constant_node(literal_scalar(expr))
     if isinstance(expr, Cast):
-        arg = compile_node(expr.arg, positions)
+        arg = compile_node(expr.arg, positions, shared)
         return _finish(expr, build_cast(arg, expr.dtype), [arg])
     if isinstance(expr, Case):
-        conditions = [compile_node(c, positions) for c in expr.conditions]
-        values = [compile_node(v, positions) for v in expr.values]
-        otherwise = compile_node(expr.otherwise, positions)
+        conditions = [compile_node(c, positions, shared) for c in expr.conditions]
+        values = [compile_node(v, positions, shared) for v in expr.values]
+        otherwise = compile_node(expr.otherwise, positions, shared)
         run = build_case(conditions, values, otherwise, expr.dtype)
         return _finish(expr, run, [*conditions, *values, otherwise])
     if isinstance(expr, Call):
-        return _compile_call(expr, positions)
+        return _compile_call(expr, positions, shared)
     if isinstance(expr, UdfCall):
-        return compile_udf_call(expr, [compile_node(a, positions) for a in expr.args])
+        return compile_udf_call(expr, [compile_node(a, positions, shared) for a in expr.args])
     if isinstance(expr, AggCall | WindowCall):
         raise PlanError(f"{render(expr)} must be computed by an aggregate or window operator, "
                         "not by the expression evaluator")
@@ -92,11 +109,12 @@ def compile_node(expr: Expr, positions: dict[int, int]) -> Node:
                     "decorrelated before execution")
 
 
-def _compile_call(call: Call, positions: dict[int, int]) -> Node:
+def _compile_call(call: Call, positions: dict[int, int], shared: SharedSubexpressions | None
+                  ) -> Node:
     function = KERNELS.get(call.name)
     if function is None:
         raise PlanError(f"no runtime implementation of function '{call.name}'")
-    args = [compile_node(a, positions) for a in call.args]
+    args = [compile_node(a, positions, shared) for a in call.args]
     if function.strict and any(a.is_null_constant for a in args):
         return constant_node(typed_null(call.dtype))
     return _finish(call, function.build(call, args), args)

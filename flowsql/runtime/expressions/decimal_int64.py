@@ -27,18 +27,27 @@ from flowsql.runtime.expressions.registry import Datum
 
 #: results stay below this magnitude, so no int64 operation can overflow
 _LIMIT = 2 ** 62
+#: decimal digits that always fit a signed 64-bit word
+_INT64_DIGITS = 18
 
 
 @dataclass(frozen=True, slots=True)
 class _Units:
-    """An operand as unscaled integers: ``values`` (an int64 array with 0 for NULL, or one
-    Python int for a scalar), its ``scale``, the largest magnitude ``bound`` and the
-    validity mask (None when nothing is NULL)."""
+    """An operand as unscaled integers: ``values`` (a contiguous int64 array with 0 for NULL,
+    or one Python int for a scalar), its ``scale``, ``type_bound`` (the largest magnitude its
+    type allows) and the validity mask (None when nothing is NULL)."""
 
     values: np.ndarray | int
     scale: int
-    bound: int
+    type_bound: int
     valid: np.ndarray | None
+
+    def bound(self) -> int:
+        """The largest magnitude of the values themselves (one pass over an array)."""
+        values = self.values
+        if isinstance(values, int):
+            return abs(values)
+        return max(int(values.max()), -int(values.min())) if len(values) else 0
 
 
 def _units(datum: Datum) -> _Units | None:
@@ -60,20 +69,31 @@ def _units(datum: Datum) -> _Units | None:
         if pa.types.is_uint64(dtype):
             return None
         values = pc.fill_null(datum, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-        scale = 0
-    elif pa.types.is_decimal128(dtype):
-        words = np.frombuffer(datum.buffers()[1], dtype=np.int64).reshape(-1, 2)
-        words = words[datum.offset:datum.offset + len(datum)]
-        values, high = words[:, 0], words[:, 1]
+        return _Units(values, 0, 2 ** dtype.bit_width, valid)
+    if not pa.types.is_decimal128(dtype):
+        return None
+    words = np.frombuffer(datum.buffers()[1], dtype=np.int64,
+                          count=2 * (datum.offset + len(datum)))[2 * datum.offset:]
+    # numpy is several times faster on contiguous arrays than on every other word
+    values = words[0::2].copy()
+    if valid is not None:
+        values[~valid] = 0
+    if dtype.precision > _INT64_DIGITS:
+        high = words[1::2]
         if valid is not None:
-            values, high = np.where(valid, values, 0), np.where(valid, high, 0)
+            high = np.where(valid, high, 0)
         if not np.array_equal(high, values >> 63):
             return None
-        scale = dtype.scale
-    else:
-        return None
-    bound = max(int(values.max()), -int(values.min())) if len(values) else 0
-    return _Units(values, scale, bound, valid)
+    # below 10^18 in magnitude, a value of at most 18 digits fits the low word (and Arrow
+    # keeps every value within its type's precision)
+    return _Units(values, dtype.scale, 10 ** dtype.precision - 1, valid)
+
+
+def _fits(op: str, left: int, right: int, up_left: int, up_right: int) -> bool:
+    """Whether operands of these magnitudes keep ``op``'s result below ``_LIMIT``."""
+    if op == "multiply":
+        return left * right < _LIMIT
+    return left * up_left + right * up_right < _LIMIT
 
 
 def int64_decimal_op(op: str, a: Datum, b: Datum, result: pa.DataType) -> pa.Array | None:
@@ -87,22 +107,36 @@ def int64_decimal_op(op: str, a: Datum, b: Datum, result: pa.DataType) -> pa.Arr
     if left is None or right is None:
         return None
     if op == "multiply":
-        if left.scale + right.scale != result.scale or left.bound * right.bound >= _LIMIT:
+        if left.scale + right.scale != result.scale:
             return None
-        values = np.multiply(left.values, right.values, dtype=np.int64)
+        up_left = up_right = 1
     else:
         if result.scale < max(left.scale, right.scale):
             return None
         up_left, up_right = 10 ** (result.scale - left.scale), 10 ** (result.scale - right.scale)
-        if left.bound * up_left + right.bound * up_right >= _LIMIT:
-            return None
+    # the types' bounds usually prove it without a look at the values
+    if not _fits(op, left.type_bound, right.type_bound, up_left, up_right) and not _fits(
+            op, left.bound(), right.bound(), up_left, up_right):
+        return None
+    length = len(a) if isinstance(a, pa.Array) else len(b)
+    # the result's words are written in place: low words first, then their sign extension
+    words = np.empty((length, 2), dtype=np.int64)
+    low = words[:, 0]
+    if op == "multiply":
+        np.multiply(left.values, right.values, out=low)
+    else:
         kernel = np.add if op == "add" else np.subtract
-        values = kernel(np.multiply(left.values, up_left, dtype=np.int64),
-                        np.multiply(right.values, up_right, dtype=np.int64), dtype=np.int64)
-    words = np.empty((len(values), 2), dtype=np.int64)
-    words[:, 0] = values
-    words[:, 1] = values >> 63
+        kernel(_scaled(left.values, up_left), _scaled(right.values, up_right), out=low)
+    np.right_shift(low, 63, out=words[:, 1])
     valid = left.valid if right.valid is None else (
         right.valid if left.valid is None else left.valid & right.valid)
     bitmap = None if valid is None else pa.array(valid, pa.bool_()).buffers()[1]
-    return pa.Array.from_buffers(result, len(values), [bitmap, pa.py_buffer(words)])
+    return pa.Array.from_buffers(result, length, [bitmap, pa.py_buffer(words)])
+
+
+def _scaled(values: np.ndarray | int, factor: int) -> np.ndarray | int:
+    if factor == 1:
+        return values
+    if isinstance(values, int):
+        return values * factor
+    return np.multiply(values, factor, dtype=np.int64)

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from flowsql.planner.physical import ProjectExec
 from flowsql.runtime.changelog import is_updating, with_row_kinds
-from flowsql.runtime.expressions import compile_expr
+from flowsql.runtime.expressions import compile_exprs
 from flowsql.runtime.kernels.batches import make_batch
 from flowsql.runtime.operator import Operator, OperatorContext
 
@@ -27,11 +27,12 @@ class ProjectOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         schema = self.node.input.schema
-        self._exprs = [compile_expr(e, schema) for e in self.node.exprs]
+        # compiled together: a sub-expression the outputs repeat is computed once per batch
+        self._evaluate = compile_exprs(self.node.exprs, schema)
         self._width = len(schema)
 
     def process_batch(self, input: int, batch: pa.RecordBatch) -> Iterable[pa.RecordBatch]:
-        arrays = [fn(batch) for fn in self._exprs]
+        arrays = self._evaluate(batch)
         out = make_batch(arrays, self.node.fields, batch.num_rows)
         if is_updating(batch, self._width):
             out = with_row_kinds(out, batch.column(self._width))

@@ -50,7 +50,7 @@ from flowsql.errors import ExecutionError, ResourceExhausted
 from flowsql.planner import types as T
 from flowsql.planner.expressions import AggCall
 from flowsql.planner.physical import HashAggregateExec, SortAggregateExec
-from flowsql.runtime.expressions import compile_expr, compile_predicate
+from flowsql.runtime.expressions import compile_expr, compile_exprs, compile_predicate
 from flowsql.runtime.kernels.batches import (
     batch_nbytes,
     batch_size,
@@ -130,15 +130,19 @@ class HashAggregateOperator(Operator):
     def open(self, context: OperatorContext) -> None:
         super().open(context)
         schema = self.node.input.schema
-        self._groups = [compile_expr(e, schema) for e in self.node.group_exprs]
-        self._args: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
+        #: the aggregates (by index) with one argument column evaluated by ``_evaluate``
+        self._with_argument = [i for i, agg in enumerate(self.node.aggs)
+                               if agg.args and agg.function is None]
+        #: group keys, then those arguments: compiled together, so an expression they
+        #: repeat (Q1's ``l_extendedprice * (1 - l_discount)``) is computed once per batch
+        self._evaluate = compile_exprs(
+            [*self.node.group_exprs, *(self.node.aggs[i].args[0] for i in self._with_argument)],
+            schema)
         self._filters: list[Callable[[pa.RecordBatch], pa.Array] | None] = []
         #: every argument of each user-defined aggregate (by aggregate index)
         self._user_args = {i: [compile_expr(a, schema) for a in agg.args]
                            for i, agg in enumerate(self.node.aggs) if agg.function is not None}
         for agg in self.node.aggs:
-            self._args.append(compile_expr(agg.args[0], schema)
-                              if agg.args and agg.function is None else None)
             self._filters.append(compile_predicate(agg.filter, schema)
                                  if agg.filter is not None else None)
         #: reduced input batches held (not yet grouped to partials)
@@ -156,11 +160,14 @@ class HashAggregateOperator(Operator):
         #: the spill runs, once what is held outgrew the budget
         self._spilled: SpilledGroups | None = None
 
-    def _argument(self, index: int, batch: pa.RecordBatch) -> pa.Array:
-        """The column aggregate ``index`` reads; rows its FILTER rejects are NULL. COUNT(*)
-        counts a TRUE column (NULL where filtered out)."""
-        fn, keep = self._args[index], self._filters[index]
-        value = fn(batch) if fn is not None else pa.array(np.ones(batch.num_rows, dtype=bool))
+    def _argument(self, index: int, batch: pa.RecordBatch, value: pa.Array | None
+                  ) -> pa.Array:
+        """The column aggregate ``index`` reads (its argument's ``value``, None for
+        COUNT(*)); rows its FILTER rejects are NULL. COUNT(*) counts a TRUE column (NULL
+        where filtered out)."""
+        keep = self._filters[index]
+        if value is None:
+            value = pa.array(np.ones(batch.num_rows, dtype=bool))
         if self._plans[index].float_argument and not (
                 self._mergeable and pa.types.is_decimal(value.type)):
             # merged AVG sums decimals exactly (``partial_aggregates.final``)
@@ -173,8 +180,11 @@ class HashAggregateOperator(Operator):
 
     def _reduced(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The columns the aggregation reads: group keys ``g<i>``, arguments ``a<i>``."""
-        columns = [groupable(fn(batch)) for fn in self._groups]
-        names = [f"g{i}" for i in range(len(self._groups))]
+        values = self._evaluate(batch)
+        width = len(self.node.group_exprs)
+        columns = [groupable(v) for v in values[:width]]
+        names = [f"g{i}" for i in range(width)]
+        arguments = dict(zip(self._with_argument, values[width:]))
         for i in range(len(self.node.aggs)):
             if i in self._user_args:
                 columns += [fn(batch) for fn in self._user_args[i]]
@@ -184,7 +194,7 @@ class HashAggregateOperator(Operator):
                     columns.append(keep(batch))
                     names.append(f"m{i}")
                 continue
-            columns.append(self._argument(i, batch))
+            columns.append(self._argument(i, batch, arguments.get(i)))
             names.append(f"a{i}")
         return (pa.RecordBatch.from_arrays(columns, names=names) if columns
                 else pa.record_batch([pa.nulls(batch.num_rows)], names=["_"]).select([]))

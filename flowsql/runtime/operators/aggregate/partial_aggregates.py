@@ -94,16 +94,48 @@ def partial(table: pa.Table, keys: list[str], aggs: Sequence[AggCall],
         function = _PARTIAL[agg.name][0]
         specs.append((f"a{i}", function, _options(function)))
         names.append(f"a{i}_{function}")
+    specs, computed = _once_each(table, specs)
     grouped = table.group_by(keys, use_threads=use_threads).aggregate(specs)
-    columns = [grouped.column(n) for n in names]
+    columns = [grouped.column(n) for n in computed]
     for i, agg in enumerate(aggs):
         if agg.name in VARIANCE:  # M2 = population variance * count
             at = names.index(f"a{i}_variance")
-            counts = grouped.column(f"a{i}_count")
+            counts = columns[names.index(f"a{i}_count")]
             columns[at] = pc.multiply(pc.fill_null(columns[at], 0.0),
                                       counts.cast(pa.float64()))
     return pa.table([grouped.column(k) for k in keys] + columns,
                     names=[*keys, *_partial_names(aggs)])
+
+
+def _once_each(table: pa.Table, specs: list[tuple[str, str, Any]]
+               ) -> tuple[list[tuple[str, str, Any]], list[str]]:
+    """``specs`` without repeats, and per spec the name of the column computing it: an
+    argument column holding the very same buffers as an earlier one (Q1 sums
+    ``l_quantity`` and averages it) is aggregated once per function. Same buffers, type,
+    offsets and lengths mean the same values, so the results are the same. Likewise the
+    counts of columns without NULLs are all the group's row count (Q1's three AVGs and
+    COUNT(*))."""
+    first: dict[tuple[Any, ...], str] = {}
+    unique: dict[tuple[str, str], tuple[str, str, Any]] = {}
+    computed: list[str] = []
+    for column, function, options in specs:
+        values = table.column(column)
+        identity = ("every row",) if function == "count" and not values.null_count \
+            else _identity(values) or ("column", column)
+        same = first.setdefault(identity, column)
+        unique.setdefault((same, function), (same, function, options))
+        computed.append(f"{same}_{function}")
+    return list(unique.values()), computed
+
+
+def _identity(column: pa.ChunkedArray) -> tuple[Any, ...] | None:
+    """Where the column's values are in memory: equal for two columns only if they hold
+    the same values (None for a dictionary column, whose dictionary its buffers omit)."""
+    if pa.types.is_dictionary(column.type):
+        return None
+    return (str(column.type), *((chunk.offset, len(chunk),
+                                 *(None if b is None else b.address for b in chunk.buffers()))
+                                for chunk in column.chunks))
 
 
 def disjoint(partials: Sequence[pa.Table], keys: list[str]) -> bool:
