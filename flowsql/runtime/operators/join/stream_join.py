@@ -207,13 +207,15 @@ class StreamJoinOperator(Operator):
                                pa.array(matches[take], pa.int64())])
         stored = side.rows
         candidates, hashes = self._candidates(input, fresh, stored)
-        both = pa.concat_tables([stored.take(pa.array(candidates, pa.int64())), fresh])
-        ids = row_ids(both.select(side.data_names))
+        if hashes is not None and not len(candidates) and _distinct(hashes[1]):
+            # no stored row and no other batch row equals a batch row
+            ids = np.arange(fresh.num_rows, dtype=np.int64)
+        else:
+            both = pa.concat_tables([stored.take(pa.array(candidates, pa.int64())), fresh])
+            ids = row_ids(both.select(side.data_names))
         stored_ids, batch_ids = ids[:len(candidates)], ids[len(candidates):]
         delta = fresh.column(COUNT).to_numpy()
         net = np.bincount(batch_ids, weights=delta, minlength=len(ids)).astype(np.int64)
-        counts = stored.column(COUNT).to_numpy().copy()
-        counts[candidates] += net[stored_ids]
         known = np.zeros(len(ids), dtype=bool)
         known[stored_ids] = True
         distinct, first = np.unique(batch_ids, return_index=True)
@@ -222,10 +224,17 @@ class StreamJoinOperator(Operator):
         added = fresh.take(pa.array(new, pa.int64()))
         added = added.set_column(added.schema.get_field_index(COUNT), COUNT,
                                  pa.array(net[batch_ids[new]], pa.int64()))
-        live = counts > 0
-        kept = stored.set_column(stored.schema.get_field_index(COUNT), COUNT,
-                                 pa.array(counts)).filter(pa.array(live))
-        side.replace(pa.concat_tables([kept, added]),
+        kept = stored
+        live = np.ones(stored.num_rows, dtype=bool)  # stored counts are always positive
+        if len(candidates):  # only candidates change their counts
+            counts = stored.column(COUNT).to_numpy().copy()
+            counts[candidates] += net[stored_ids]
+            kept = stored.set_column(stored.schema.get_field_index(COUNT), COUNT,
+                                     pa.array(counts))
+            live = counts > 0
+            if not live.all():
+                kept = kept.filter(pa.array(live))
+        side.replace(pa.concat_tables([kept, added.cast(kept.schema)]),
                      self._written(side.updated_at, candidates, len(ids), stored_ids,
                                    batch_ids, live, len(new)))
         if hashes is not None:
@@ -292,6 +301,10 @@ class StreamJoinOperator(Operator):
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
+
+
+def _distinct(values: np.ndarray) -> bool:
+    return len(np.unique(values)) == len(values)
 
 
 def _running(start: np.ndarray, rows: np.ndarray, groups: np.ndarray,
