@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
+from flowsql.runtime.kernels.row_codes import lexicographic_ids
 
 #: the trailing column of an updating batch
 ROW_KIND = "$row_kind"
@@ -131,8 +132,7 @@ def row_ids(data: pa.Table) -> np.ndarray:
         codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
     if not codes:
         return np.zeros(data.num_rows, dtype=np.int64)
-    _, inverse = np.unique(np.stack(codes), axis=1, return_inverse=True)
-    return inverse.reshape(-1).astype(np.int64)
+    return lexicographic_ids(codes)
 
 
 def labels(kinds: Sequence[int] | np.ndarray) -> list[str]:

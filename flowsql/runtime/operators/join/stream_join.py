@@ -35,8 +35,9 @@ phase, stored row, kind, multiplicity) and one sort puts them in Flink's order: 
 row, then phase (padded retractions before joined accumulations; joined retractions
 before padded re-insertions), then stored-row order. Stored rows keep insertion order,
 which is the order matches are emitted in. Applying a batch to its own side's multiset
-finds the stored rows equal to batch rows among those with the same key (another Acero
-key join) and compares whole rows there (``changelog.row_ids``). Without state TTL,
+finds the stored rows equal to batch rows among those with the same full-row hash (the
+side's row hashes are kept next to its rows) and compares whole rows there
+(``changelog.row_ids``). Without state TTL,
 state grows with the number of distinct rows, as an unbounded join's state does in Flink.
 
 State time-to-live (``table.exec.state.ttl``): a stored row expires when it was not written
@@ -53,6 +54,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from flowsql.errors import ExecutionError
 from flowsql.planner.physical_streaming import StreamJoinExec
@@ -69,6 +71,7 @@ from flowsql.runtime.kernels.batches import positional
 from flowsql.runtime.operator import Operator, OperatorContext
 from flowsql.runtime.operators.join.join_condition import JoinCondition
 from flowsql.runtime.operators.join.side_state import assemble, both_sides
+from flowsql.runtime.partitioning import hash_columns
 from flowsql.runtime.state.store import StateStore
 
 COUNT, MATCHES = "$count", "$matches"
@@ -98,6 +101,9 @@ class StreamJoinOperator(Operator):
         types = self._condition.key_types
         self._sides = both_sides(self._store, node.left.schema, node.right.schema, types,
                                  _BOOKKEEPING, expires=True)
+        # per side: (the rows, their full-row hashes) while the rows are unchanged
+        self._row_hashes: list[tuple[pa.Table, np.ndarray] | None] = [None, None]
+        self._hashable = [True, True]
 
     # -- data ---------------------------------------------------------------------------
 
@@ -124,6 +130,9 @@ class StreamJoinOperator(Operator):
             written[matches] = self._store.ttl.now
             other.replace(stored.set_column(stored.schema.get_field_index(MATCHES),
                                             MATCHES, pa.array(counts)), written)
+            cached = self._row_hashes[1 - input]
+            if cached is not None and cached[0] is stored:  # same rows, same order
+                self._row_hashes[1 - input] = (other.rows, cached[1])
         per_row = np.bincount(rows, weights=multiplicity, minlength=data.num_rows)
         self._store_rows(input, data, keys, adds, per_row.astype(np.int64))
         return out
@@ -197,20 +206,16 @@ class StreamJoinOperator(Operator):
                               [pa.array(np.where(adds[take], 1, -1), pa.int64()),
                                pa.array(matches[take], pa.int64())])
         stored = side.rows
-        # only stored rows with the key of some batch row can equal a batch row
-        if self._condition.key_types:
-            _, same_key = self._condition.key_pairs(side.keys(fresh), fresh.num_rows,
-                                                    side.keys(stored), stored.num_rows)
-            candidates = np.unique(same_key)
+        candidates, hashes = self._candidates(input, fresh, stored)
+        if hashes is not None and not len(candidates) and _distinct(hashes[1]):
+            # no stored row and no other batch row equals a batch row
+            ids = np.arange(fresh.num_rows, dtype=np.int64)
         else:
-            candidates = np.arange(stored.num_rows)
-        both = pa.concat_tables([stored.take(pa.array(candidates, pa.int64())), fresh])
-        ids = row_ids(both.select(side.data_names))
+            both = pa.concat_tables([stored.take(pa.array(candidates, pa.int64())), fresh])
+            ids = row_ids(both.select(side.data_names))
         stored_ids, batch_ids = ids[:len(candidates)], ids[len(candidates):]
         delta = fresh.column(COUNT).to_numpy()
         net = np.bincount(batch_ids, weights=delta, minlength=len(ids)).astype(np.int64)
-        counts = stored.column(COUNT).to_numpy().copy()
-        counts[candidates] += net[stored_ids]
         known = np.zeros(len(ids), dtype=bool)
         known[stored_ids] = True
         distinct, first = np.unique(batch_ids, return_index=True)
@@ -219,12 +224,62 @@ class StreamJoinOperator(Operator):
         added = fresh.take(pa.array(new, pa.int64()))
         added = added.set_column(added.schema.get_field_index(COUNT), COUNT,
                                  pa.array(net[batch_ids[new]], pa.int64()))
-        live = counts > 0
-        kept = stored.set_column(stored.schema.get_field_index(COUNT), COUNT,
-                                 pa.array(counts)).filter(pa.array(live))
-        side.replace(pa.concat_tables([kept, added]),
+        kept = stored
+        live = np.ones(stored.num_rows, dtype=bool)  # stored counts are always positive
+        if len(candidates):  # only candidates change their counts
+            counts = stored.column(COUNT).to_numpy().copy()
+            counts[candidates] += net[stored_ids]
+            kept = stored.set_column(stored.schema.get_field_index(COUNT), COUNT,
+                                     pa.array(counts))
+            live = counts > 0
+            if not live.all():
+                kept = kept.filter(pa.array(live))
+        side.replace(pa.concat_tables([kept, added.cast(kept.schema)]),
                      self._written(side.updated_at, candidates, len(ids), stored_ids,
                                    batch_ids, live, len(new)))
+        if hashes is not None:
+            stored_hashes, fresh_hashes = hashes
+            self._row_hashes[input] = (side.rows, np.concatenate(
+                [stored_hashes[live], fresh_hashes[new]]))
+
+    def _candidates(self, input: int, fresh: pa.Table, stored: pa.Table
+                    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """The stored rows of side ``input`` that may equal a row of ``fresh``, ascending,
+        and (hashes of the stored rows, hashes of ``fresh``) when rows can be hashed.
+
+        Equal rows have equal full-row hashes (``partitioning.hash_columns`` of the data
+        columns), so the stored rows whose hash some fresh row has are all the candidates:
+        usually none, where the rows with the same join key can be a large part of the
+        state (q7 joins on a price). The stored rows' hashes are kept aligned with the
+        side's rows and only recomputed when the rows were replaced elsewhere (expiry, a
+        restore). Columns without a hash fall back to the rows with the same key."""
+        side = self._sides[input]
+        if self._hashable[input]:
+            try:
+                fresh_hashes = hash_columns(side.data(fresh).columns)
+            except ExecutionError:
+                self._hashable[input] = False
+            else:
+                stored_hashes = self._stored_hashes(input, stored)
+                found = pc.is_in(pa.array(stored_hashes), value_set=pa.array(fresh_hashes))
+                candidates = np.flatnonzero(found.to_numpy(zero_copy_only=False))
+                return candidates, (stored_hashes, fresh_hashes)
+        # only stored rows with the key of some batch row can equal a batch row
+        if self._condition.key_types:
+            _, same_key = self._condition.key_pairs(side.keys(fresh), fresh.num_rows,
+                                                    side.keys(stored), stored.num_rows)
+            return np.unique(same_key), None
+        return np.arange(stored.num_rows), None
+
+    def _stored_hashes(self, input: int, stored: pa.Table) -> np.ndarray:
+        """Full-row hashes of ``stored``, the rows of side ``input``."""
+        cached = self._row_hashes[input]
+        if cached is not None and cached[0] is stored:
+            return cached[1]
+        hashes = (hash_columns(self._sides[input].data(stored).columns) if stored.num_rows
+                  else np.empty(0, np.uint64))
+        self._row_hashes[input] = (stored, hashes)
+        return hashes
 
     def _written(self, updated_at: np.ndarray, candidates: np.ndarray, ids: int,
                  stored_ids: np.ndarray, batch_ids: np.ndarray, live: np.ndarray,
@@ -246,6 +301,10 @@ class StreamJoinOperator(Operator):
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
         self._store.restore(state)
+
+
+def _distinct(values: np.ndarray) -> bool:
+    return len(np.unique(values)) == len(values)
 
 
 def _running(start: np.ndarray, rows: np.ndarray, groups: np.ndarray,

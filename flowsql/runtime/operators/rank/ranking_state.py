@@ -24,6 +24,7 @@ from flowsql.runtime.changelog import with_row_kinds
 from flowsql.runtime.expressions import compile_expr
 from flowsql.runtime.kernels.batches import conform, make_batch
 from flowsql.runtime.kernels.ordering import sort_indices
+from flowsql.runtime.kernels.row_codes import lexicographic_ids
 from flowsql.runtime.state.keyed_table import KEY_GROUP
 
 Evaluate = Callable[[pa.RecordBatch], pa.Array]
@@ -94,8 +95,7 @@ def partition_ids(keys: Sequence[pa.Array], num_rows: int) -> np.ndarray:
         return np.zeros(num_rows, dtype=np.int64)
     if len(codes) == 1:
         return codes[0]
-    _, inverse = np.unique(np.stack(codes), axis=1, return_inverse=True)
-    return np.asarray(inverse, np.int64).reshape(-1)
+    return lexicographic_ids(codes)
 
 
 def positions_in_runs(sorted_ids: np.ndarray) -> np.ndarray:

@@ -90,9 +90,9 @@ class RowtimeDeduplicate(EventTimeOperator):
         order = np.lexsort((np.arange(data.num_rows), ids))
         sorted_ids = ids[order]
         starts = np.r_[True, sorted_ids[1:] != sorted_ids[:-1]]
-        current = _segmented_extreme(times[order], starts, self._keep_last)
-        previous = np.r_[current[:1], current[:-1]]  # the stored value before each record
         value = _dense(times[order], starts)
+        current = _segmented_extreme(value, starts, self._keep_last)
+        previous = np.r_[current[:1], current[:-1]]  # the stored value before each record
         replaces = starts | ((value >= previous) if self._keep_last else (value < previous))
         positions = np.flatnonzero(replaces)  # sorted positions of replacing records
         has_old = ~starts[positions]
@@ -147,13 +147,13 @@ def _dense(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return dense + (np.cumsum(starts) - 1) * width
 
 
-def _segmented_extreme(values: np.ndarray, starts: np.ndarray, maximum: bool) -> np.ndarray:
-    """Running max (or min) of ``values`` within each segment (in :func:`_dense` units)."""
-    shifted = _dense(values, starts)
+def _segmented_extreme(shifted: np.ndarray, starts: np.ndarray, maximum: bool) -> np.ndarray:
+    """Running max (or min) within each segment of ``shifted``, values :func:`_dense`
+    made of the segments' values."""
     if maximum:  # later segments hold larger values: a global running max resets per segment
         return np.maximum.accumulate(shifted)
     # for the minimum, mirror every segment's values and take a running max
-    width = len(values) + 1
+    width = len(shifted) + 1
     segment = (np.cumsum(starts) - 1) * width
     mirrored = segment + (width - 1 - (shifted - segment))
     return segment + (width - 1 - (np.maximum.accumulate(mirrored) - segment))

@@ -315,3 +315,29 @@ def test_sql_full_join_in_streaming_mode(tmp_path):
     assert rows(session.sql(query).to_arrow()) == rows(pa.table({
         "k": [1, 2, N, 4, N, N, N], "a": [10, 12, 13, 14, N, N, N],
         "k2": [1, N, N, N, 1, 3, N], "b": [11, N, N, N, 5, 13, 14]}))
+
+
+def _stored_rows(operator: StreamJoinOperator, input: int) -> list[tuple[Any, ...]]:
+    """(key, data columns..., count) of every stored row of one side."""
+    table = operator._sides[input].rows
+    names = [*operator._sides[input].data_names, "$count"]
+    return sorted(zip(*(table.column(n).to_pylist() for n in names)), key=repr)
+
+
+def test_equal_rows_of_later_batches_and_restores_share_one_stored_row():
+    value, other = "a1", "a2"
+    node = _join("inner", updating=True)
+    first = StreamJoinOperator(node)
+    first.open(OperatorContext("join"))
+    list(first.process_batch(0, _batch(node, 0, [(1, value), (2, value)])))
+    list(first.process_batch(0, _batch(node, 0, [(1, value), (1, other)])))
+    assert _stored_rows(first, 0) == sorted([(1, value, 2), (2, value, 1), (1, other, 1)],
+                                            key=repr)
+    second = StreamJoinOperator(node)
+    second.open(OperatorContext("join"))
+    second.restore_state(first.snapshot_state(1))
+    list(second.process_batch(0, _batch(node, 0, [(2, value), (1, value)], [DELETE, INSERT])))
+    assert _stored_rows(second, 0) == sorted([(1, value, 3), (1, other, 1)], key=repr)
+    out = list(second.process_batch(1, _batch(node, 1, [(1, "b")])))
+    assert sorted(_changelog(node, out), key=repr) == sorted(
+        [("+I", (1, value, 1, "b"))] * 3 + [("+I", (1, other, 1, "b"))], key=repr)
