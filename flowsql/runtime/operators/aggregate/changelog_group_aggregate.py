@@ -98,7 +98,7 @@ from flowsql.runtime.state.keyed_table import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
 
 MINI_BATCH = "table.exec.mini-batch.enabled"
-_HASH, _COUNT = "__hash", "__count"
+_HASH, _PAIR, _COUNT = "__hash", "__pair_hash", "__count"
 _SUPPORTED = STREAMING_AGGREGATE_FUNCTIONS
 
 
@@ -121,11 +121,9 @@ class _Agg:
         return self.distinct or self.name in ("min", "max")
 
     def state_fields(self) -> list[pa.Field]:
-        """Accumulator columns in the ``groups`` table (distinct aggregates keep none:
-        their values table is their whole state)."""
+        """Accumulator columns in the ``groups`` table (a distinct aggregate keeps the
+        count, sum or average of the values present, as its non-distinct form does)."""
         a = self.label
-        if self.distinct:
-            return []
         if self.name in ("count", "count_star"):
             return [pa.field(a, pa.int64())]
         if self.name in ("sum", "avg"):
@@ -155,7 +153,20 @@ class _Events:
     values: pa.Array
     after: np.ndarray
     next_position: np.ndarray
-    rows: tuple[np.ndarray, pa.Array, np.ndarray]
+    rows: _ValueRows
+
+
+@dataclass(frozen=True)
+class _ValueRows:
+    """One values table's (group, value) pairs after a batch: the pairs present -- group,
+    value, count and the fetched stored row each continues (-1 for a new pair) -- and the
+    fetched stored rows whose pair is gone."""
+
+    gid: np.ndarray
+    values: pa.Array
+    counts: np.ndarray
+    stored: np.ndarray
+    gone: np.ndarray
 
 
 @dataclass
@@ -207,8 +218,9 @@ class GroupAggregateOperator(Operator):
             [pa.field(_HASH, pa.uint64()), *key_fields, pa.field(_COUNT, pa.int64())]
             + [f for agg in self._aggs for f in agg.state_fields()])
         self._value_schemas = {
-            agg.index: pa.schema([pa.field(_HASH, pa.uint64()), *key_fields,
-                                  pa.field("v", agg.arg_type), pa.field("n", pa.int64())])
+            agg.index: pa.schema([pa.field(_HASH, pa.uint64()), pa.field(_PAIR, pa.uint64()),
+                                  *key_fields, pa.field("v", agg.arg_type),
+                                  pa.field("n", pa.int64())])
             for agg in self._aggs if agg.keeps_values}
 
     def open(self, context: OperatorContext) -> None:
@@ -253,7 +265,13 @@ class GroupAggregateOperator(Operator):
         # take the touched groups out of state and give stored and new rows common ids
         touched = np.unique(hashes)
         old = self._groups.take(_has_hash(self._groups, touched))
-        old_values = {i: s.take(_has_hash(s, touched)) for i, s in self._values.items()}
+        retracting = bool((sign < 0).any())
+        # per aggregate keeping values: the stored rows the batch needs and, when they
+        # were read in place rather than taken out, their row numbers in the values table
+        fetched = {agg.index: self._fetch_values(agg, arg, hashes, touched, retracting)
+                   for agg, arg in zip(self._aggs, args) if agg.index in self._values}
+        old_values = {i: rows for i, (rows, _) in fetched.items()}
+        in_place = {i: at for i, (_, at) in fetched.items() if at is not None}
         parts = [old, None, *old_values.values()]
         sizes = [p.num_rows if p is not None else n for p in parts]
         key_columns = [pa.concat_arrays(
@@ -274,7 +292,8 @@ class GroupAggregateOperator(Operator):
                 # retractions that find no row (their group's state expired)
                 self._groups.append(old)
                 for i, rows in old_values.items():
-                    self._values[i].append(rows)
+                    if i not in in_place:
+                        self._values[i].append(rows)
                 return self._apply(batch.filter(pa.array(_found_rows(count0, sign, lay))))
             raise ExecutionError(
                 "GROUP BY received a retraction for a group that has no rows (the input "
@@ -295,7 +314,7 @@ class GroupAggregateOperator(Operator):
 
         results: list[pa.Array] = []
         state_columns: dict[str, pa.Array] = {}
-        new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]] = {}
+        new_values: dict[int, _ValueRows] = {}
         for agg, arg in zip(self._aggs, args):
             result, columns, values = self._aggregate(agg, arg, ctx)
             results.append(result)
@@ -304,12 +323,32 @@ class GroupAggregateOperator(Operator):
                 new_values[agg.index] = values
 
         self._store_state(running[lay.lasts], group_keys, group_hashes, state_columns,
-                          new_values)
+                          new_values, in_place)
         if self._mini_batch:
             before, after = self._per_batch_changes(ctx, running)
         else:
             before, after = lay.positions - 1, lay.positions
         return self._changelog(before, after, running, lay, group_keys, results)
+
+    def _fetch_values(self, agg: _Agg, arg: pa.Array | None, hashes: np.ndarray,
+                      touched: np.ndarray, retracting: bool
+                      ) -> tuple[pa.Table, np.ndarray | None]:
+        """The rows of ``agg``'s values table the batch needs, and where they are.
+
+        Usually these are the rows of the batch's (group, value) pairs, whose counts
+        change (the group's accumulator in ``groups`` stands for its other values); they
+        are read in place and their row numbers returned, so that only changed counts
+        are written back. MIN/MAX under retraction needs every value of its touched
+        groups (the extreme may leave), and with state time-to-live every value of a
+        touched group is written with it: then all rows of the touched groups are taken
+        out (row numbers None) and put back after the batch."""
+        state = self._values[agg.index]
+        if self._expiring or (retracting and agg.name in ("min", "max")) or arg is None:
+            return state.take(_has_hash(state, touched)), None
+        valid = numpy_sums.valid_mask(arg)
+        pairs = _pair_hashes(hashes[valid], arg.filter(pa.array(valid)))
+        at = _pair_rows(state, pairs, touched)
+        return state.rows.take(pa.array(at)), at
 
     @staticmethod
     def _grouping(ids: np.ndarray, bounds: np.ndarray, sign: np.ndarray, old: pa.Table,
@@ -340,7 +379,7 @@ class GroupAggregateOperator(Operator):
 
     def _aggregate(self, agg: _Agg, arg: pa.Array | None, ctx: _Batch
                    ) -> tuple[pa.Array, dict[str, pa.Array],
-                              tuple[np.ndarray, pa.Array, np.ndarray] | None]:
+                              _ValueRows | None]:
         """(result at every position, accumulator state columns per group, new rows of the
         values table as (group, value, count))."""
         lay = ctx.layout
@@ -355,18 +394,30 @@ class GroupAggregateOperator(Operator):
             result = self._extreme(agg, arg, ctx, events)
             return result, {a: result.take(pa.array(lay.lasts))}, values
         if events is not None:
-            # contributions: +value when a value becomes present, -value when it leaves
-            event_pos, presence, event_values = events.position, events.presence, events.values
-            counts = np.zeros(lay.total, dtype=np.int64)
+            # the stored accumulators at the virtual rows, then +value where a value
+            # becomes present and -value where it leaves (the stored values' own events sit
+            # at the virtual rows, and the accumulators hold them already)
+            virtual = np.zeros(lay.total, dtype=bool)
+            virtual[lay.starts] = True
+            recorded = ~virtual[events.position]
+            event_pos, presence = events.position[recorded], events.presence[recorded]
+            none = np.zeros(len(ctx.sign), dtype=np.int64)
+            count_column = a if agg.name == "count" else f"{a}_n"
+            counts = lay.scatter(_virtual(ctx, count_column, 0), none)
             np.add.at(counts, event_pos, presence)
             n = segmented_cumsum(counts, lay.starts, lay.sizes)
+            last = lay.lasts
             if agg.name == "count":
-                return pa.array(n), {}, values
-            (numbers,) = numpy_sums.numbers([event_values], agg.sum_type)
-            sums = np.zeros(lay.total, dtype=numbers.dtype)
+                return pa.array(n), {a: pa.array(n[last])}, values
+            stored = _virtual_array(ctx, f"{a}_sum", agg.sum_type)
+            stored_numbers, numbers = numpy_sums.numbers(
+                [stored, events.values.filter(pa.array(recorded))], agg.sum_type)
+            sums = lay.scatter(stored_numbers, none.astype(stored_numbers.dtype))
             np.add.at(sums, event_pos, presence * numbers)
             total = segmented_cumsum(sums, lay.starts, lay.sizes)
-            return self._sum_result(agg, total, n), {}, values
+            state = {f"{a}_sum": numpy_sums.to_arrow(total[last], n[last] > 0, agg.sum_type),
+                     f"{a}_n": pa.array(n[last])}
+            return self._sum_result(agg, total, n), state, values
         if agg.name in ("count", "count_star"):
             counts = lay.scatter(_virtual(ctx, a, 0), ctx.sign * valid)
             n = segmented_cumsum(counts, lay.starts, lay.sizes)
@@ -421,9 +472,16 @@ class GroupAggregateOperator(Operator):
                 "GROUP BY received a retraction of a value its group does not hold (the "
                 "input changelog retracts a row it never added)")
         presence = (events.after > 0).astype(np.int64) - (events.before > 0)
-        keep = events.last[events.after[events.last] > 0]
+        # a pair's stored row, if fetched, is its first event (at the virtual row)
+        first_order = events.order[np.r_[0, events.last[:-1] + 1]] if len(events.last) \
+            else events.last
+        from_store = first_order < len(stored_gid)
+        present = events.after[events.last] > 0
+        keep = events.last[present]
         kept = events.order[keep]
-        rows = (event_gid[kept], event_values.take(pa.array(kept)), events.after[keep])
+        rows = _ValueRows(event_gid[kept], event_values.take(pa.array(kept)),
+                          events.after[keep], np.where(from_store, first_order, -1)[present],
+                          first_order[from_store & ~present])
         return _Events(events.position, presence, event_values.take(pa.array(events.order)),
                        events.after, events.next_position, rows)
 
@@ -453,8 +511,11 @@ class GroupAggregateOperator(Operator):
 
     def _store_state(self, counts: np.ndarray, group_keys: list[pa.Array],
                      group_hashes: np.ndarray, state_columns: dict[str, pa.Array],
-                     new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]]) -> None:
-        """Put the touched groups back (those still holding rows) with their new state."""
+                     new_values: dict[int, _ValueRows], in_place: dict[int, np.ndarray]
+                     ) -> None:
+        """Put the touched groups back (those still holding rows) with their new state;
+        value rows read in place (``in_place``: their row numbers per aggregate) get
+        their new counts where they are, or are removed when their pair is gone."""
         live = counts > 0
         kept = pa.array(np.flatnonzero(live))
         key_groups = key_groups_of_hashes(group_hashes, self._max_parallelism).astype(np.int32)
@@ -464,17 +525,33 @@ class GroupAggregateOperator(Operator):
         columns[_COUNT] = pa.array(counts[live])
         columns.update({name: c.take(kept) for name, c in state_columns.items()})
         _append(self._groups, pa.table(columns))
-        for index, (gid, values, n) in new_values.items():
+        for index, pairs in new_values.items():
+            state = self._values[index]
+            gid = pairs.gid
             chosen = live[gid]
+            at = in_place.get(index)
+            if at is not None:
+                # counts change in place (before any removal renumbers the rows), pairs
+                # gone or of a group gone are removed, new pairs appended below
+                stored = pairs.stored >= 0
+                update = chosen & stored
+                state.update(at[pairs.stored[update]], {"n": pa.array(pairs.counts[update])})
+                gone = np.concatenate([pairs.gone, pairs.stored[stored & ~chosen]])
+                if len(gone):
+                    removed = np.zeros(len(state), dtype=bool)
+                    removed[at[gone]] = True
+                    state.take(removed)
+                chosen &= ~stored
             rows = pa.array(np.flatnonzero(chosen))
             gids = pa.array(gid[chosen])
             table: dict[str, pa.Array] = {
                 KEY_GROUP: pa.array(key_groups[gid[chosen]]),
                 _HASH: pa.array(group_hashes[gid[chosen]])}
             table.update({k: c.take(gids) for k, c in zip(self._keys, group_keys)})
-            table["v"] = values.take(rows)
-            table["n"] = pa.array(n[chosen])
-            _append(self._values[index], pa.table(table))
+            table["v"] = pairs.values.take(rows)
+            table[_PAIR] = pa.array(_pair_hashes(group_hashes[gid[chosen]], table["v"]))
+            table["n"] = pa.array(pairs.counts[chosen])
+            _append(state, pa.table(table))
 
     # -- changelog ----------------------------------------------------------------------
 
@@ -544,6 +621,27 @@ def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
     stored = state.rows.column(_HASH)
     found = pc.is_in(stored, value_set=pa.array(hashes, stored.type))
     return found.to_numpy(zero_copy_only=False)
+
+
+def _pair_hashes(group_hashes: np.ndarray, values: pa.Array) -> np.ndarray:
+    """The hash of every (group, value) pair: equal pairs hash equal, so the stored rows of
+    a batch's pairs are found by hash (and told apart exactly by ``row_ids``)."""
+    return hash_columns([pa.array(group_hashes, pa.uint64()), values])
+
+
+def _pair_rows(state: KeyedTableState, pairs: np.ndarray, touched: np.ndarray) -> np.ndarray:
+    """Row numbers (ascending) of the stored value rows whose pair hash is one of ``pairs``
+    and whose group hash is one of ``touched``: a row whose pair hash merely collides with
+    a batch pair is then one of a touched group, whose ``groups`` row is taken out with it
+    and which writes it back unchanged."""
+    rows = state.rows
+    hits = np.flatnonzero(pc.is_in(rows.column(_PAIR), value_set=pa.array(pairs, pa.uint64())
+                                   ).to_numpy(zero_copy_only=False))
+    if not len(hits):
+        return hits
+    groups = rows.column(_HASH).take(pa.array(hits))
+    return hits[pc.is_in(groups, value_set=pa.array(touched, pa.uint64())
+                         ).to_numpy(zero_copy_only=False)]
 
 
 def _append(state: KeyedTableState, rows: pa.Table) -> None:
