@@ -96,6 +96,7 @@ from flowsql.runtime.operators.aggregate.changelog_segments import (
 from flowsql.runtime.partitioning import hash_columns, key_groups_of_hashes
 from flowsql.runtime.state.keyed_table import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
+from flowsql.runtime.state.ttl import UPDATED_AT
 
 MINI_BATCH = "table.exec.mini-batch.enabled"
 _HASH, _PAIR, _COUNT = "__hash", "__pair_hash", "__count"
@@ -347,8 +348,17 @@ class GroupAggregateOperator(Operator):
             return state.take(_has_hash(state, touched)), None
         valid = numpy_sums.valid_mask(arg)
         pairs = _pair_hashes(hashes[valid], arg.filter(pa.array(valid)))
-        at = _pair_rows(state, pairs, touched)
-        return state.rows.take(pa.array(at)), at
+        at = np.flatnonzero(pc.is_in(state.rows.column(_PAIR), value_set=pa.array(
+            pairs, pa.uint64())).to_numpy(zero_copy_only=False))
+        rows = state.rows.take(pa.array(at))
+        # a row whose pair hash merely collides with a batch pair must be one of a touched
+        # group, whose ``groups`` row is taken out with it and which writes it back
+        # unchanged: the others are left alone
+        ours = pc.is_in(rows.column(_HASH), value_set=pa.array(touched, pa.uint64()))
+        if not pc.all(ours).as_py():
+            rows = rows.filter(ours)
+            at = at[ours.to_numpy(zero_copy_only=False)]
+        return rows, at
 
     @staticmethod
     def _grouping(ids: np.ndarray, bounds: np.ndarray, sign: np.ndarray, old: pa.Table,
@@ -613,7 +623,39 @@ class GroupAggregateOperator(Operator):
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
+        self._store.restore(self._values_written_with_groups(state) if self._expiring
+                            else state)
+
+    def _values_written_with_groups(self, state: dict[str, pa.Table]) -> dict[str, pa.Table]:
+        """The snapshot with every value row's write time set to its group's.
+
+        With time-to-live a group's values are written whenever the group is (they expire
+        with it); without, only the pairs a batch touches are, so a snapshot taken without
+        time-to-live may hold values older than their group. Restored with time-to-live,
+        they take their group's write time first, so that they expire with it (a value row
+        without a group row keeps its own)."""
+        groups = state.get("keyed/groups")
+        if groups is None or UPDATED_AT not in groups.schema.names:
+            return state
+        out = dict(state)
+        for name, table in state.items():
+            if (not name.startswith("keyed/values ") or UPDATED_AT not in table.schema.names
+                    or any(k not in table.schema.names or k not in groups.schema.names
+                           for k in self._keys)):
+                continue
+            count = groups.num_rows
+            keys = [pa.concat_arrays([numpy_sums.as_array(groups.column(k)),
+                                      numpy_sums.as_array(table.column(k))])
+                    for k in self._keys]
+            ids = row_ids(keys, count + table.num_rows)
+            written = np.full(int(ids.max(initial=0)) + 1, -1, dtype=np.int64)
+            written[ids[:count]] = groups.column(UPDATED_AT).to_numpy()
+            own = table.column(UPDATED_AT).to_numpy()
+            theirs = written[ids[count:]]
+            at = table.schema.get_field_index(UPDATED_AT)
+            out[name] = table.set_column(at, table.schema.field(at),
+                                         pa.array(np.where(theirs >= 0, theirs, own)))
+        return out
 
 
 def _non_null_type(array: pa.Array) -> pa.Array:
@@ -643,21 +685,6 @@ def _pair_hashes(group_hashes: np.ndarray, values: pa.Array) -> np.ndarray:
     """The hash of every (group, value) pair: equal pairs hash equal, so the stored rows of
     a batch's pairs are found by hash (and told apart exactly by ``row_ids``)."""
     return hash_columns([pa.array(group_hashes, pa.uint64()), values])
-
-
-def _pair_rows(state: KeyedTableState, pairs: np.ndarray, touched: np.ndarray) -> np.ndarray:
-    """Row numbers (ascending) of the stored value rows whose pair hash is one of ``pairs``
-    and whose group hash is one of ``touched``: a row whose pair hash merely collides with
-    a batch pair is then one of a touched group, whose ``groups`` row is taken out with it
-    and which writes it back unchanged."""
-    rows = state.rows
-    hits = np.flatnonzero(pc.is_in(rows.column(_PAIR), value_set=pa.array(pairs, pa.uint64())
-                                   ).to_numpy(zero_copy_only=False))
-    if not len(hits):
-        return hits
-    groups = rows.column(_HASH).take(pa.array(hits))
-    return hits[pc.is_in(groups, value_set=pa.array(touched, pa.uint64())
-                         ).to_numpy(zero_copy_only=False)]
 
 
 def _append(state: KeyedTableState, rows: pa.Table) -> None:
