@@ -33,18 +33,24 @@ State (all in one ``StateStore``, keyed by the group key's key group):
 * ``groups`` -- per group: key hash, key columns, row count and the accumulators of
   COUNT (a count), SUM/AVG (a sum and a count of non-NULL values, so retraction knows when
   the sum is NULL again), VAR_*/STDDEV_* (a float64 sum, sum of squares and count:
-  ``kernels.variance``) and MIN/MAX (the current extreme);
-* ``values<i>`` -- per (group, value) a reference count, for DISTINCT aggregates (a value
-  counts while its count is positive) and for MIN/MAX (the multiset a retraction of the
-  current extreme needs; the plan node does not say whether the input is insert-only, so
-  it is always kept).
+  ``kernels.variance``), MIN/MAX (the current extreme) and DISTINCT COUNT/SUM/AVG (the
+  count and sum of the values present);
+* ``values<i>`` -- per (group, value) a reference count and the pair's hash, for DISTINCT
+  aggregates (a value counts while its count is positive) and for MIN/MAX (the multiset a
+  retraction of the current extreme needs; the plan node does not say whether the input
+  is insert-only, so it is always kept).
 
 The previous result of a group is a function of this state, so nothing else is remembered.
 
-Vectorized per batch (``changelog_segments``): the touched groups' state is taken
-out of the keyed tables (rows whose key hash occurs in the batch), batch and stored keys
-get common group ids, and every group becomes one segment "stored state, then its records
-in order". Segmented running sums give every record's COUNT/SUM/AVG accumulators;
+Vectorized per batch (``changelog_segments``): the touched groups' rows are taken out of
+``groups`` (rows whose key hash occurs in the batch) and, of each values table, the rows of
+the batch's (group, value) pairs are read where they are (found by pair hash; only the
+pairs a batch touches change, so the cost of a batch does not grow with the values its
+groups hold) -- all rows of the touched groups are taken out instead for MIN/MAX in a
+retracting batch and under state TTL (``_fetch_values``). Batch and stored keys get common
+group ids, and every group becomes one segment "stored state, then its records in order".
+Segmented running sums give every record's COUNT/SUM/AVG accumulators (DISTINCT ones sum
+the changes of presence of the batch's pairs onto the stored accumulators);
 MIN/MAX use one ``maximum.accumulate`` over value ranks offset by segment (insert-only
 batches) or, when the batch retracts, the maximum over the intervals during which each
 value is present (a vectorized segment tree over the (group, value) reference counts).
@@ -390,8 +396,8 @@ class GroupAggregateOperator(Operator):
     def _aggregate(self, agg: _Agg, arg: pa.Array | None, ctx: _Batch
                    ) -> tuple[pa.Array, dict[str, pa.Array],
                               _ValueRows | None]:
-        """(result at every position, accumulator state columns per group, new rows of the
-        values table as (group, value, count))."""
+        """(result at every position, accumulator state columns per group, the values
+        table's pairs after the batch)."""
         lay = ctx.layout
         valid = (numpy_sums.valid_mask(arg) if arg is not None
                  else np.ones(len(ctx.sign), dtype=bool))
