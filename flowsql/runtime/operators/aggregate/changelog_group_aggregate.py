@@ -350,8 +350,9 @@ class GroupAggregateOperator(Operator):
         touched group is written with it: then all rows of the touched groups are taken
         out (row numbers None) and put back after the batch."""
         state = self._values[agg.index]
-        if self._expiring or (retracting and agg.name in ("min", "max")) or arg is None:
+        if self._expiring or (retracting and agg.name in ("min", "max")):
             return state.take(_has_hash(state, touched)), None
+        assert arg is not None  # an aggregate keeping values has an argument
         valid = numpy_sums.valid_mask(arg)
         pairs = _pair_hashes(hashes[valid], arg.filter(pa.array(valid)))
         at = np.flatnonzero(pc.is_in(state.rows.column(_PAIR), value_set=pa.array(
