@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from flowsql.errors import ExecutionError
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.state import KEY_GROUP
 from flowsql.runtime.state.store import StateStore
@@ -210,5 +211,5 @@ def test_update_rewrites_values_in_place_and_stamps_only_those_rows():
     clock.now = 10
     store.expire()                                     # b, last written at 0, expires
     assert _content(state.rows) == [("a", 10), ("c", 30)]
-    with pytest.raises(Exception, match="no column"):
+    with pytest.raises(ExecutionError, match="no column"):
         state.update(np.array([0]), {"missing": pa.array([1])})
