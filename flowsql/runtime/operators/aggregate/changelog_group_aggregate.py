@@ -648,8 +648,9 @@ class GroupAggregateOperator(Operator):
         for name, table in state.items():
             if (not name.startswith("keyed/values ") or UPDATED_AT not in table.schema.names
                     or any(k not in table.schema.names or k not in groups.schema.names
+                           or table.schema.field(k).type != groups.schema.field(k).type
                            for k in self._keys)):
-                continue
+                continue  # a state the restore refuses or migrates: it is judged as it is
             count = groups.num_rows
             keys = [pa.concat_arrays([numpy_sums.as_array(groups.column(k)),
                                       numpy_sums.as_array(table.column(k))])
