@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from flowsql.errors import ExecutionError
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.state import KEY_GROUP
 from flowsql.runtime.state.store import StateStore
@@ -189,3 +190,26 @@ def test_store_for_context_reads_the_setting_and_reports_size():
     other.keyed_table("third", SCHEMA).append(_rows(["d"], [4]))
     assert context.gauges["state_rows"]() == 4
     assert StateStore.for_context(OperatorContext("op")).ttl.enabled is False
+
+
+def test_update_rewrites_values_in_place_and_stamps_only_those_rows():
+    clock = Clock(0)
+    store = _store(clock, 10)
+    state = store.keyed_table("s", SCHEMA, expires=True)
+    store.expire()
+    state.append(_rows(["a", "b"], [1, 2]))
+    state.append(_rows(["c"], [3]))                    # a second chunk
+    before = state.snapshot()
+    clock.now = 6
+    store.expire()
+    state.update(np.array([2, 0]), {"value": pa.array([30, 10])})
+    assert state.rows.column("key").to_pylist() == ["a", "b", "c"]
+    assert state.rows.column("value").to_pylist() == [10, 2, 30]
+    assert state.updated_at.tolist() == [6, 0, 6]
+    assert before.column("value").to_pylist() == [1, 2, 3]   # a snapshot never changes
+    assert before.column(UPDATED_AT).to_pylist() == [0, 0, 0]
+    clock.now = 10
+    store.expire()                                     # b, last written at 0, expires
+    assert _content(state.rows) == [("a", 10), ("c", 30)]
+    with pytest.raises(ExecutionError, match="no column"):
+        state.update(np.array([0]), {"missing": pa.array([1])})

@@ -33,18 +33,24 @@ State (all in one ``StateStore``, keyed by the group key's key group):
 * ``groups`` -- per group: key hash, key columns, row count and the accumulators of
   COUNT (a count), SUM/AVG (a sum and a count of non-NULL values, so retraction knows when
   the sum is NULL again), VAR_*/STDDEV_* (a float64 sum, sum of squares and count:
-  ``kernels.variance``) and MIN/MAX (the current extreme);
-* ``values<i>`` -- per (group, value) a reference count, for DISTINCT aggregates (a value
-  counts while its count is positive) and for MIN/MAX (the multiset a retraction of the
-  current extreme needs; the plan node does not say whether the input is insert-only, so
-  it is always kept).
+  ``kernels.variance``), MIN/MAX (the current extreme) and DISTINCT COUNT/SUM/AVG (the
+  count and sum of the values present);
+* ``values<i>`` -- per (group, value) a reference count and the pair's hash, for DISTINCT
+  aggregates (a value counts while its count is positive) and for MIN/MAX (the multiset a
+  retraction of the current extreme needs; the plan node does not say whether the input
+  is insert-only, so it is always kept).
 
 The previous result of a group is a function of this state, so nothing else is remembered.
 
-Vectorized per batch (``changelog_segments``): the touched groups' state is taken
-out of the keyed tables (rows whose key hash occurs in the batch), batch and stored keys
-get common group ids, and every group becomes one segment "stored state, then its records
-in order". Segmented running sums give every record's COUNT/SUM/AVG accumulators;
+Vectorized per batch (``changelog_segments``): the touched groups' rows are taken out of
+``groups`` (rows whose key hash occurs in the batch) and, of each values table, the rows of
+the batch's (group, value) pairs are read where they are (found by pair hash; only the
+pairs a batch touches change, so the cost of a batch does not grow with the values its
+groups hold) -- all rows of the touched groups are taken out instead for MIN/MAX in a
+retracting batch and under state TTL (``_fetch_values``). Batch and stored keys get common
+group ids, and every group becomes one segment "stored state, then its records in order".
+Segmented running sums give every record's COUNT/SUM/AVG accumulators (DISTINCT ones sum
+the changes of presence of the batch's pairs onto the stored accumulators);
 MIN/MAX use one ``maximum.accumulate`` over value ranks offset by segment (insert-only
 batches) or, when the batch retracts, the maximum over the intervals during which each
 value is present (a vectorized segment tree over the (group, value) reference counts).
@@ -96,9 +102,10 @@ from flowsql.runtime.operators.aggregate.changelog_segments import (
 from flowsql.runtime.partitioning import hash_columns, key_groups_of_hashes
 from flowsql.runtime.state.keyed_table import KEY_GROUP, KeyedTableState
 from flowsql.runtime.state.store import StateStore
+from flowsql.runtime.state.ttl import UPDATED_AT
 
 MINI_BATCH = "table.exec.mini-batch.enabled"
-_HASH, _COUNT = "__hash", "__count"
+_HASH, _PAIR, _COUNT = "__hash", "__pair_hash", "__count"
 _SUPPORTED = STREAMING_AGGREGATE_FUNCTIONS
 
 
@@ -121,11 +128,9 @@ class _Agg:
         return self.distinct or self.name in ("min", "max")
 
     def state_fields(self) -> list[pa.Field]:
-        """Accumulator columns in the ``groups`` table (distinct aggregates keep none:
-        their values table is their whole state)."""
+        """Accumulator columns in the ``groups`` table (a distinct aggregate keeps the
+        count, sum or average of the values present, as its non-distinct form does)."""
         a = self.label
-        if self.distinct:
-            return []
         if self.name in ("count", "count_star"):
             return [pa.field(a, pa.int64())]
         if self.name in ("sum", "avg"):
@@ -155,7 +160,20 @@ class _Events:
     values: pa.Array
     after: np.ndarray
     next_position: np.ndarray
-    rows: tuple[np.ndarray, pa.Array, np.ndarray]
+    rows: _ValueRows
+
+
+@dataclass(frozen=True)
+class _ValueRows:
+    """One values table's (group, value) pairs after a batch: the pairs present -- group,
+    value, count and the fetched stored row each continues (-1 for a new pair) -- and the
+    fetched stored rows whose pair is gone."""
+
+    gid: np.ndarray
+    values: pa.Array
+    counts: np.ndarray
+    stored: np.ndarray
+    gone: np.ndarray
 
 
 @dataclass
@@ -207,8 +225,9 @@ class GroupAggregateOperator(Operator):
             [pa.field(_HASH, pa.uint64()), *key_fields, pa.field(_COUNT, pa.int64())]
             + [f for agg in self._aggs for f in agg.state_fields()])
         self._value_schemas = {
-            agg.index: pa.schema([pa.field(_HASH, pa.uint64()), *key_fields,
-                                  pa.field("v", agg.arg_type), pa.field("n", pa.int64())])
+            agg.index: pa.schema([pa.field(_HASH, pa.uint64()), pa.field(_PAIR, pa.uint64()),
+                                  *key_fields, pa.field("v", agg.arg_type),
+                                  pa.field("n", pa.int64())])
             for agg in self._aggs if agg.keeps_values}
 
     def open(self, context: OperatorContext) -> None:
@@ -253,7 +272,13 @@ class GroupAggregateOperator(Operator):
         # take the touched groups out of state and give stored and new rows common ids
         touched = np.unique(hashes)
         old = self._groups.take(_has_hash(self._groups, touched))
-        old_values = {i: s.take(_has_hash(s, touched)) for i, s in self._values.items()}
+        retracting = bool((sign < 0).any())
+        # per aggregate keeping values: the stored rows the batch needs and, when they
+        # were read in place rather than taken out, their row numbers in the values table
+        fetched = {agg.index: self._fetch_values(agg, arg, hashes, touched, retracting)
+                   for agg, arg in zip(self._aggs, args) if agg.index in self._values}
+        old_values = {i: rows for i, (rows, _) in fetched.items()}
+        in_place = {i: at for i, (_, at) in fetched.items() if at is not None}
         parts = [old, None, *old_values.values()]
         sizes = [p.num_rows if p is not None else n for p in parts]
         key_columns = [pa.concat_arrays(
@@ -274,7 +299,8 @@ class GroupAggregateOperator(Operator):
                 # retractions that find no row (their group's state expired)
                 self._groups.append(old)
                 for i, rows in old_values.items():
-                    self._values[i].append(rows)
+                    if i not in in_place:
+                        self._values[i].append(rows)
                 return self._apply(batch.filter(pa.array(_found_rows(count0, sign, lay))))
             raise ExecutionError(
                 "GROUP BY received a retraction for a group that has no rows (the input "
@@ -295,7 +321,7 @@ class GroupAggregateOperator(Operator):
 
         results: list[pa.Array] = []
         state_columns: dict[str, pa.Array] = {}
-        new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]] = {}
+        new_values: dict[int, _ValueRows] = {}
         for agg, arg in zip(self._aggs, args):
             result, columns, values = self._aggregate(agg, arg, ctx)
             results.append(result)
@@ -304,12 +330,42 @@ class GroupAggregateOperator(Operator):
                 new_values[agg.index] = values
 
         self._store_state(running[lay.lasts], group_keys, group_hashes, state_columns,
-                          new_values)
+                          new_values, in_place)
         if self._mini_batch:
             before, after = self._per_batch_changes(ctx, running)
         else:
             before, after = lay.positions - 1, lay.positions
         return self._changelog(before, after, running, lay, group_keys, results)
+
+    def _fetch_values(self, agg: _Agg, arg: pa.Array | None, hashes: np.ndarray,
+                      touched: np.ndarray, retracting: bool
+                      ) -> tuple[pa.Table, np.ndarray | None]:
+        """The rows of ``agg``'s values table the batch needs, and where they are.
+
+        Usually these are the rows of the batch's (group, value) pairs, whose counts
+        change (the group's accumulator in ``groups`` stands for its other values); they
+        are read in place and their row numbers returned, so that only changed counts
+        are written back. MIN/MAX under retraction needs every value of its touched
+        groups (the extreme may leave), and with state time-to-live every value of a
+        touched group is written with it: then all rows of the touched groups are taken
+        out (row numbers None) and put back after the batch."""
+        state = self._values[agg.index]
+        if self._expiring or (retracting and agg.name in ("min", "max")):
+            return state.take(_has_hash(state, touched)), None
+        assert arg is not None  # an aggregate keeping values has an argument
+        valid = numpy_sums.valid_mask(arg)
+        pairs = _pair_hashes(hashes[valid], arg.filter(pa.array(valid)))
+        at = np.flatnonzero(pc.is_in(state.rows.column(_PAIR), value_set=pa.array(
+            pairs, pa.uint64())).to_numpy(zero_copy_only=False))
+        rows = state.rows.take(pa.array(at))
+        # a row whose pair hash merely collides with a batch pair must be one of a touched
+        # group, whose ``groups`` row is taken out with it and which writes it back
+        # unchanged: the others are left alone
+        ours = pc.is_in(rows.column(_HASH), value_set=pa.array(touched, pa.uint64()))
+        if not pc.all(ours).as_py():
+            rows = rows.filter(ours)
+            at = at[ours.to_numpy(zero_copy_only=False)]
+        return rows, at
 
     @staticmethod
     def _grouping(ids: np.ndarray, bounds: np.ndarray, sign: np.ndarray, old: pa.Table,
@@ -340,9 +396,9 @@ class GroupAggregateOperator(Operator):
 
     def _aggregate(self, agg: _Agg, arg: pa.Array | None, ctx: _Batch
                    ) -> tuple[pa.Array, dict[str, pa.Array],
-                              tuple[np.ndarray, pa.Array, np.ndarray] | None]:
-        """(result at every position, accumulator state columns per group, new rows of the
-        values table as (group, value, count))."""
+                              _ValueRows | None]:
+        """(result at every position, accumulator state columns per group, the values
+        table's pairs after the batch)."""
         lay = ctx.layout
         valid = (numpy_sums.valid_mask(arg) if arg is not None
                  else np.ones(len(ctx.sign), dtype=bool))
@@ -355,18 +411,30 @@ class GroupAggregateOperator(Operator):
             result = self._extreme(agg, arg, ctx, events)
             return result, {a: result.take(pa.array(lay.lasts))}, values
         if events is not None:
-            # contributions: +value when a value becomes present, -value when it leaves
-            event_pos, presence, event_values = events.position, events.presence, events.values
-            counts = np.zeros(lay.total, dtype=np.int64)
+            # the stored accumulators at the virtual rows, then +value where a value
+            # becomes present and -value where it leaves (the stored values' own events sit
+            # at the virtual rows, and the accumulators hold them already)
+            virtual = np.zeros(lay.total, dtype=bool)
+            virtual[lay.starts] = True
+            recorded = ~virtual[events.position]
+            event_pos, presence = events.position[recorded], events.presence[recorded]
+            none = np.zeros(len(ctx.sign), dtype=np.int64)
+            count_column = a if agg.name == "count" else f"{a}_n"
+            counts = lay.scatter(_virtual(ctx, count_column, 0), none)
             np.add.at(counts, event_pos, presence)
             n = segmented_cumsum(counts, lay.starts, lay.sizes)
+            last = lay.lasts
             if agg.name == "count":
-                return pa.array(n), {}, values
-            (numbers,) = numpy_sums.numbers([event_values], agg.sum_type)
-            sums = np.zeros(lay.total, dtype=numbers.dtype)
+                return pa.array(n), {a: pa.array(n[last])}, values
+            stored = _virtual_array(ctx, f"{a}_sum", agg.sum_type)
+            stored_numbers, numbers = numpy_sums.numbers(
+                [stored, events.values.filter(pa.array(recorded))], agg.sum_type)
+            sums = lay.scatter(stored_numbers, none.astype(stored_numbers.dtype))
             np.add.at(sums, event_pos, presence * numbers)
             total = segmented_cumsum(sums, lay.starts, lay.sizes)
-            return self._sum_result(agg, total, n), {}, values
+            state = {f"{a}_sum": numpy_sums.to_arrow(total[last], n[last] > 0, agg.sum_type),
+                     f"{a}_n": pa.array(n[last])}
+            return self._sum_result(agg, total, n), state, values
         if agg.name in ("count", "count_star"):
             counts = lay.scatter(_virtual(ctx, a, 0), ctx.sign * valid)
             n = segmented_cumsum(counts, lay.starts, lay.sizes)
@@ -421,9 +489,16 @@ class GroupAggregateOperator(Operator):
                 "GROUP BY received a retraction of a value its group does not hold (the "
                 "input changelog retracts a row it never added)")
         presence = (events.after > 0).astype(np.int64) - (events.before > 0)
-        keep = events.last[events.after[events.last] > 0]
+        # a pair's stored row, if fetched, is its first event (at the virtual row)
+        first_order = events.order[np.r_[0, events.last[:-1] + 1]] if len(events.last) \
+            else events.last
+        from_store = first_order < len(stored_gid)
+        present = events.after[events.last] > 0
+        keep = events.last[present]
         kept = events.order[keep]
-        rows = (event_gid[kept], event_values.take(pa.array(kept)), events.after[keep])
+        rows = _ValueRows(event_gid[kept], event_values.take(pa.array(kept)),
+                          events.after[keep], np.where(from_store, first_order, -1)[present],
+                          first_order[from_store & ~present])
         return _Events(events.position, presence, event_values.take(pa.array(events.order)),
                        events.after, events.next_position, rows)
 
@@ -453,8 +528,11 @@ class GroupAggregateOperator(Operator):
 
     def _store_state(self, counts: np.ndarray, group_keys: list[pa.Array],
                      group_hashes: np.ndarray, state_columns: dict[str, pa.Array],
-                     new_values: dict[int, tuple[np.ndarray, pa.Array, np.ndarray]]) -> None:
-        """Put the touched groups back (those still holding rows) with their new state."""
+                     new_values: dict[int, _ValueRows], in_place: dict[int, np.ndarray]
+                     ) -> None:
+        """Put the touched groups back (those still holding rows) with their new state;
+        value rows read in place (``in_place``: their row numbers per aggregate) get
+        their new counts where they are, or are removed when their pair is gone."""
         live = counts > 0
         kept = pa.array(np.flatnonzero(live))
         key_groups = key_groups_of_hashes(group_hashes, self._max_parallelism).astype(np.int32)
@@ -464,17 +542,33 @@ class GroupAggregateOperator(Operator):
         columns[_COUNT] = pa.array(counts[live])
         columns.update({name: c.take(kept) for name, c in state_columns.items()})
         _append(self._groups, pa.table(columns))
-        for index, (gid, values, n) in new_values.items():
+        for index, pairs in new_values.items():
+            state = self._values[index]
+            gid = pairs.gid
             chosen = live[gid]
+            at = in_place.get(index)
+            if at is not None:
+                # counts change in place (before any removal renumbers the rows), pairs
+                # gone or of a group gone are removed, new pairs appended below
+                stored = pairs.stored >= 0
+                update = chosen & stored
+                state.update(at[pairs.stored[update]], {"n": pa.array(pairs.counts[update])})
+                gone = np.concatenate([pairs.gone, pairs.stored[stored & ~chosen]])
+                if len(gone):
+                    removed = np.zeros(len(state), dtype=bool)
+                    removed[at[gone]] = True
+                    state.take(removed)
+                chosen &= ~stored
             rows = pa.array(np.flatnonzero(chosen))
             gids = pa.array(gid[chosen])
             table: dict[str, pa.Array] = {
                 KEY_GROUP: pa.array(key_groups[gid[chosen]]),
                 _HASH: pa.array(group_hashes[gid[chosen]])}
             table.update({k: c.take(gids) for k, c in zip(self._keys, group_keys)})
-            table["v"] = values.take(rows)
-            table["n"] = pa.array(n[chosen])
-            _append(self._values[index], pa.table(table))
+            table["v"] = pairs.values.take(rows)
+            table[_PAIR] = pa.array(_pair_hashes(group_hashes[gid[chosen]], table["v"]))
+            table["n"] = pa.array(pairs.counts[chosen])
+            _append(state, pa.table(table))
 
     # -- changelog ----------------------------------------------------------------------
 
@@ -496,7 +590,11 @@ class GroupAggregateOperator(Operator):
         by pair in order."""
         had, has = running[before] > 0, running[after] > 0
         same = np.ones(len(before), dtype=bool)
-        for result in results:
+        numbers = [_plain_numbers(result) for result in results]
+        for result, plain in zip(results, numbers):
+            if plain is not None:
+                same &= plain[before] == plain[after]
+                continue
             old, new = result.take(pa.array(before)), result.take(pa.array(after))
             equal = pc.fill_null(pc.equal(old, new), False)
             both_null = pc.and_(pc.is_null(old), pc.is_null(new))
@@ -515,7 +613,9 @@ class GroupAggregateOperator(Operator):
             delete[pair], DELETE, np.where(second, UPDATE_AFTER, UPDATE_BEFORE)))
         taken = pa.array(position)
         groups = pa.array(lay.segment[position])
-        columns = ([k.take(groups) for k in group_keys] + [r.take(taken) for r in results])
+        columns = ([k.take(groups) for k in group_keys]
+                   + [r.take(taken) if plain is None else pa.array(plain[position])
+                      for r, plain in zip(results, numbers)])
         out = []
         for start in range(0, total, self._batch_size):
             stop = min(start + self._batch_size, total)
@@ -530,11 +630,54 @@ class GroupAggregateOperator(Operator):
         return self._store.snapshot()
 
     def restore_state(self, state: dict[str, pa.Table]) -> None:
-        self._store.restore(state)
+        self._store.restore(self._values_written_with_groups(state) if self._expiring
+                            else state)
+
+    def _values_written_with_groups(self, state: dict[str, pa.Table]) -> dict[str, pa.Table]:
+        """The snapshot with every value row's write time set to its group's.
+
+        With time-to-live a group's values are written whenever the group is (they expire
+        with it); without, only the pairs a batch touches are, so a snapshot taken without
+        time-to-live may hold values older than their group. Restored with time-to-live,
+        they take their group's write time first, so that they expire with it (a value row
+        without a group row keeps its own)."""
+        groups = state.get("keyed/groups")
+        if groups is None or UPDATED_AT not in groups.schema.names:
+            return state
+        out = dict(state)
+        for name, table in state.items():
+            if (not name.startswith("keyed/values ") or UPDATED_AT not in table.schema.names
+                    or any(k not in table.schema.names or k not in groups.schema.names
+                           or table.schema.field(k).type != groups.schema.field(k).type
+                           for k in self._keys)):
+                continue  # a state the restore refuses or migrates: it is judged as it is
+            count = groups.num_rows
+            keys = [pa.concat_arrays([numpy_sums.as_array(groups.column(k)),
+                                      numpy_sums.as_array(table.column(k))])
+                    for k in self._keys]
+            ids = row_ids(keys, count + table.num_rows)
+            written = np.full(int(ids.max(initial=0)) + 1, -1, dtype=np.int64)
+            written[ids[:count]] = groups.column(UPDATED_AT).to_numpy()
+            own = table.column(UPDATED_AT).to_numpy()
+            theirs = written[ids[count:]]
+            at = table.schema.get_field_index(UPDATED_AT)
+            out[name] = table.set_column(at, table.schema.field(at),
+                                         pa.array(np.where(theirs >= 0, theirs, own)))
+        return out
 
 
 def _non_null_type(array: pa.Array) -> pa.Array:
     return array.cast(pa.int64()) if pa.types.is_null(array.type) else array
+
+
+def _plain_numbers(result: pa.Array) -> np.ndarray | None:
+    """``result`` as a numpy array when it holds integers or floats and no NULLs (compared
+    and gathered faster there, with the same equality: NaN differs from itself in both),
+    else None."""
+    kind = result.type
+    if result.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        return None
+    return result.to_numpy(zero_copy_only=False)
 
 
 def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
@@ -544,6 +687,12 @@ def _has_hash(state: KeyedTableState, hashes: np.ndarray) -> np.ndarray:
     stored = state.rows.column(_HASH)
     found = pc.is_in(stored, value_set=pa.array(hashes, stored.type))
     return found.to_numpy(zero_copy_only=False)
+
+
+def _pair_hashes(group_hashes: np.ndarray, values: pa.Array) -> np.ndarray:
+    """The hash of every (group, value) pair: equal pairs hash equal, so the stored rows of
+    a batch's pairs are found by hash (and told apart exactly by ``row_ids``)."""
+    return hash_columns([pa.array(group_hashes, pa.uint64()), values])
 
 
 def _append(state: KeyedTableState, rows: pa.Table) -> None:

@@ -148,3 +148,28 @@ def test_distinct_values_expire_with_their_group():
     clock.now = 10
     operator.snapshot_state(1)                     # a snapshot sweeps expired state
     assert context.gauges["state_rows"]() == 0
+
+
+def test_values_restored_with_ttl_expire_with_their_group():
+    # without TTL only the (group, value) pairs a batch touches are written: a's value 1
+    # is last written at 0, a itself at 8; restored with TTL at 12, the value lives as
+    # long as its group (as it would had the job always run with TTL), so a's distinct
+    # count stays 2 when 1 comes again
+    node = _node(KV, [0], [("count", 1, T.INT64, True)])
+    clock = ManualClock()
+    first = GroupAggregateOperator(node)
+    first.open(OperatorContext("group", {}, processing_clock=clock))
+    out = []
+    for at, rows in [(0, [("a", 1)]), (8, [("a", 2)])]:
+        clock.now = at
+        for batch in _batches(KV, rows, 100, ["+I"] * len(rows)):
+            out.extend(first.process_batch(0, batch))
+    snapshot = first.snapshot_state(1)
+    clock.now = 12
+    second = GroupAggregateOperator(node)
+    second.open(OperatorContext("group", TTL, processing_clock=clock))
+    second.restore_state(snapshot)
+    for batch in _batches(KV, [("a", 1), ("a", 3)], 100, ["+I", "+I"]):
+        out.extend(second.process_batch(0, batch))
+    assert _rows(node, out) == [("+I", "a", 1), ("-U", "a", 1), ("+U", "a", 2),
+                                ("-U", "a", 2), ("+U", "a", 3)]
