@@ -6,9 +6,6 @@ global lock, so one background thread decoding the next unit overlaps the decodi
 joins and aggregates that consume the current unit: on a machine with two or more cores a
 scan-heavy query's decoding mostly leaves its critical path.
 
-What a unit's reading yields is up to the caller: the table scan also filters and casts the
-batches in the reading function, so that work leaves the critical path too.
-
 Contract: :func:`read_ahead` yields exactly what reading the units one after another in the
 calling thread would yield, in the same order, unit by unit; only *when* a unit is decoded
 changes. At most ``depth`` units beyond the one being consumed are decoded and held (a
@@ -26,29 +23,29 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+import pyarrow as pa
+
 Unit = TypeVar("Unit")
-Item = TypeVar("Item")
 
 #: units decoded ahead of the one being consumed
 DEPTH = 1
 
 
-def _decoded(read: Callable[[Unit], Iterator[Item]], unit: Unit) -> list[Item]:
+def _decoded(read: Callable[[Unit], Iterator[pa.RecordBatch]], unit: Unit
+             ) -> list[pa.RecordBatch]:
     return list(read(unit))
 
 
-def read_ahead(units: Sequence[Unit], read: Callable[[Unit], Iterator[Item]],
+def read_ahead(units: Sequence[Unit], read: Callable[[Unit], Iterator[pa.RecordBatch]],
                inline: Callable[[Unit], bool], depth: int = DEPTH
-               ) -> Iterator[tuple[Unit, Iterator[Item]]]:
-    """Per unit, in order: the unit and what ``read`` yields for it (see the module
-    docstring). ``read`` runs on the background thread for units not ``inline``, one unit
-    at a time."""
+               ) -> Iterator[tuple[Unit, Iterator[pa.RecordBatch]]]:
+    """Per unit, in order: the unit and its batches (see the module docstring)."""
     if depth < 1 or sum(not inline(u) for u in units) < 2:
         for unit in units:
             yield unit, read(unit)
         return
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scan-read-ahead")
-    pending: deque[tuple[Unit, Future[list[Item]] | None]] = deque()
+    pending: deque[tuple[Unit, Future[list[pa.RecordBatch]] | None]] = deque()
     following = iter(units)
 
     def top_up(size: int) -> None:

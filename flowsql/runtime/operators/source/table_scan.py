@@ -24,9 +24,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from flowsql.errors import ExecutionError
-from flowsql.planner.expressions import Expr, conjoin
+from flowsql.planner.expressions import conjoin
 from flowsql.planner.physical import TableScanExec
-from flowsql.planner.schema import Schema
 from flowsql.runtime.connectors.filesystem import (
     ScanUnit,
     file_sizes,
@@ -35,7 +34,6 @@ from flowsql.runtime.connectors.filesystem import (
     skip_rows,
 )
 from flowsql.runtime.expressions import compile_predicate
-from flowsql.runtime.expressions.conjunction import calls_user_function
 from flowsql.runtime.kernels.batches import batch_size, make_batch
 from flowsql.runtime.operator import OperatorContext
 from flowsql.runtime.operators.contract import Source
@@ -53,33 +51,6 @@ _PROGRESS = pa.schema([pa.field("path", pa.string(), nullable=False),
 UnitKey = tuple[str, int]
 
 
-def _inline(unit: ScanUnit) -> bool:
-    """Whether ``unit`` is read lazily in the operator's thread (a whole CSV/JSON file,
-    possibly large) rather than decoded ahead (a Parquet row group)."""
-    return unit.row_group < 0
-
-
-class _Filters:
-    """The scan's filters for one thread: the dictionary prefilter, the cast to the field
-    types and the exact filter, applied to a raw batch."""
-
-    def __init__(self, fields: Schema, filters: tuple[Expr, ...]) -> None:
-        self.fields = fields
-        self.prefilter = DictionaryPrefilter(fields, filters)
-        predicate = conjoin(filters)
-        self.keep = compile_predicate(predicate, fields) if predicate is not None else None
-
-    def apply(self, raw: pa.RecordBatch) -> pa.RecordBatch:
-        raw = self.prefilter.apply(raw)
-        batch = make_batch(raw.columns, self.fields, raw.num_rows)
-        if self.keep is None:
-            return batch
-        mask = self.keep(batch)
-        # most rows of a scan often pass (TPC-H Q1 keeps 98%): a batch they all pass is
-        # not copied
-        return batch if mask.true_count == len(mask) else batch.filter(mask)
-
-
 class ScanOperator(Source):
     """Parquet row groups are decoded one ahead on a background thread (``read_ahead``).
     The connector's pushdown is best effort (row-group pruning), so every filter is
@@ -89,8 +60,7 @@ class ScanOperator(Source):
     may store string views or dictionaries). Bad CSV/JSON records skipped under
     ``*.ignore-parse-errors`` are counted in ``context.metrics['parse_errors_ignored']``.
 
-    Filters run on the read-ahead thread with the decoding unless they call a user
-    function. Reads every unit of the table; :meth:`_share` says which units this subtask reads
+    Reads every unit of the table; :meth:`_share` says which units this subtask reads
     (all of them here, a parallel subtask's share in ``SplitScanOperator``)."""
 
     def __init__(self, node: TableScanExec) -> None:
@@ -116,42 +86,31 @@ class ScanOperator(Source):
 
     def produce(self) -> Iterator[pa.RecordBatch]:
         fields = self.node.fields
+        predicate = conjoin(self.node.filters)
+        keep = compile_predicate(predicate, fields) if predicate is not None else None
         names = [f.name for f in fields]
         size = batch_size(self.context.settings)
+        prefilter = DictionaryPrefilter(fields, self.node.filters)
         table, metrics = self.node.table, self.context.metrics
-        # filters calling a user function keep to the operator's thread; others run where
-        # the unit is read, on the read-ahead thread for Parquet row groups. Each thread
-        # has its own compiled filters (compiled expressions keep per-batch caches).
-        in_thread = _Filters(fields, self.node.filters)
-        predicate = conjoin(self.node.filters)
-        ahead = predicate is None or not calls_user_function(predicate)
-        in_background = _Filters(fields, self.node.filters) if ahead else None
-
-        def read(unit: ScanUnit) -> Iterator[tuple[int, pa.RecordBatch]]:
-            """Per raw batch of ``unit`` after the rows read before a restore: its file
-            rows and the batch, filtered unless the operator's thread must filter it."""
-            filters = in_thread if _inline(unit) else in_background
-            done = self._progress.get((unit.path, unit.row_group), (0, False))[0]
-            raws = read_unit(table, unit, names, size, metrics, in_thread.prefilter.columns)
-            for raw in skip_rows(raws, done):
-                yield raw.num_rows, (raw if filters is None else filters.apply(raw))
-
         units = [u for u in self._list_units()
                  if not self._progress.get((u.path, u.row_group), (0, False))[1]]
-        for unit, items in read_ahead(units, read, inline=_inline):
+        for unit, raws in read_ahead(
+                units, lambda u: read_unit(table, u, names, size, metrics, prefilter.columns),
+                inline=lambda u: u.row_group < 0):
             key = (unit.path, unit.row_group)
-            filtered = _inline(unit) or ahead
-            done, _ = self._progress.get(key, (0, False))
-            for rows, batch in items:
-                done += rows
+            read, _ = self._progress.get(key, (0, False))
+            for raw in skip_rows(raws, read):
+                read += raw.num_rows
                 # recorded before the batch leaves: a snapshot taken while this generator
                 # is suspended at the ``yield`` counts the batch as emitted
-                self._progress[key] = (done, False)
-                if not filtered:
-                    batch = in_thread.apply(batch)
+                self._progress[key] = (read, False)
+                raw = prefilter.apply(raw)
+                batch = make_batch(raw.columns, fields, raw.num_rows)
+                if keep is not None:
+                    batch = batch.filter(keep(batch))
                 if batch.num_rows:
                     yield batch
-            self._progress[key] = (done, True)
+            self._progress[key] = (read, True)
 
     def _list_units(self) -> list[ScanUnit]:
         """This subtask's units; the first call also records the table's files."""
