@@ -49,11 +49,14 @@ class SliceState:
         return len(self._slices)
 
     def num_rows(self) -> int:
-        """Stored partial rows over all slices (the operator's state size)."""
-        return sum(t.num_rows for chunks in self._slices.values() for t in chunks)
+        """Stored partial rows over all slices (the operator's state size). Read as a
+        gauge from another thread while the operator adds and drops slices, so it iterates
+        a copy of the slices taken in one step."""
+        return sum(t.num_rows for chunks in tuple(self._slices.values()) for t in chunks)
 
     def nbytes(self) -> int:
-        return sum(int(t.nbytes) for chunks in self._slices.values() for t in chunks)
+        """Bytes of the stored partial rows; a gauge, like :meth:`num_rows`."""
+        return sum(int(t.nbytes) for chunks in tuple(self._slices.values()) for t in chunks)
 
     def ends(self) -> np.ndarray:
         """The ends of the stored slices, ascending."""
