@@ -39,7 +39,7 @@ golden: install
 bench: install
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	@test -f data/sf1/lineitem.parquet || $(BIN)/flowsql tpch gen --sf 1 --out data/sf1
-	$(BIN)/python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1
+	$(BIN)/python benchmarks/tpch_local_vs_duckdb.py --sf 1 --data data/sf1 --repeat 3 --markdown
 	$(BIN)/python benchmarks/buffer_timeout_latency.py --markdown
 	$(BIN)/python benchmarks/streaming_throughput.py --markdown
 
