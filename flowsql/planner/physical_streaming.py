@@ -75,7 +75,9 @@ class GroupAggregateExec(_Unary):
     """GROUP BY without windows over a stream: a changelog (+I, -U/+U, -D) of each group's
     current result. Output: group fields then agg fields, always updating. With a
     user-defined aggregate among ``aggs`` (which must then be class-form aggregates, with
-    ``retract`` over an updating input) the other aggregates are BESIDE_USER_AGGREGATES."""
+    ``retract`` over an updating input) the other aggregates are BESIDE_USER_AGGREGATES.
+    ``insert_only_input``: the input never retracts, so MIN/MAX keep only the current
+    extreme per group, not every value a retraction of it would need."""
 
     input: PhysicalPlan
     group_exprs: tuple[Expr, ...]
@@ -83,6 +85,7 @@ class GroupAggregateExec(_Unary):
     aggs: tuple[AggCall, ...]
     agg_fields: Schema
     est_rows: float
+    insert_only_input: bool = False
 
     @property
     def schema(self) -> Schema:

@@ -297,7 +297,8 @@ class _Planner:
         if user:
             check_user_group_aggregate(node, info.mode == UPDATING, info.updated_by)
         plan = GroupAggregateExec(child, node.group_exprs, node.group_fields, node.aggs,
-                                  node.agg_fields, node.est_rows)
+                                  node.agg_fields, node.est_rows,
+                                  insert_only_input=info.mode != UPDATING)
         return plan, StreamInfo(UPDATING, "GROUP BY (a changelog aggregate)", frozenset(), (),
                                 info.bounded)
 

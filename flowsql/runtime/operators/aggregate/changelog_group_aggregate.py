@@ -36,9 +36,10 @@ State (all in one ``StateStore``, keyed by the group key's key group):
   ``kernels.variance``), MIN/MAX (the current extreme) and DISTINCT COUNT/SUM/AVG (the
   count and sum of the values present);
 * ``values<i>`` -- per (group, value) a reference count and the pair's hash, for DISTINCT
-  aggregates (a value counts while its count is positive) and for MIN/MAX (the multiset a
-  retraction of the current extreme needs; the plan node does not say whether the input
-  is insert-only, so it is always kept).
+  aggregates (a value counts while its count is positive) and for MIN/MAX over an input
+  that may retract (the multiset a retraction of the current extreme needs; over an
+  insert-only input, as the plan node says, the extreme in ``groups`` is all MIN/MAX
+  keep).
 
 The previous result of a group is a function of this state, so nothing else is remembered.
 
@@ -122,10 +123,13 @@ class _Agg:
     arg_type: pa.DataType   # NULL-typed arguments compute as int64
     sum_type: pa.DataType   # SUM's result type, AVG's accumulator type
     out_type: pa.DataType
+    insert_only: bool = False   # the input never retracts (the plan node says so)
 
     @property
     def keeps_values(self) -> bool:
-        return self.distinct or self.name in ("min", "max")
+        """DISTINCT aggregates keep their values; MIN/MAX keep them only where the input
+        may retract (a retraction of the current extreme needs the next one)."""
+        return self.distinct or (self.name in ("min", "max") and not self.insert_only)
 
     def state_fields(self) -> list[pa.Field]:
         """Accumulator columns in the ``groups`` table (a distinct aggregate keeps the
@@ -206,7 +210,8 @@ def _make_aggs(node: GroupAggregateExec) -> list[_Agg]:
         label = render(call)
         taken = sum(1 for agg in aggs if agg.label.split("#")[0] == label)
         label = f"{label}#{taken + 1}" if taken else label
-        aggs.append(_Agg(i, label, call.name, distinct, arg_type, sum_type, out.dtype))
+        aggs.append(_Agg(i, label, call.name, distinct, arg_type, sum_type, out.dtype,
+                         node.insert_only_input))
     return aggs
 
 
@@ -407,7 +412,11 @@ class GroupAggregateOperator(Operator):
                   if agg.keeps_values and arg is not None else None)
         values = events.rows if events is not None else None
         if agg.name in ("min", "max"):
-            assert arg is not None and events is not None
+            assert arg is not None
+            if events is None and ctx.retracting:
+                raise ExecutionError(
+                    "GROUP BY received a retraction, but its plan says the input is "
+                    "insert-only (MIN/MAX keep no values to retract)")
             result = self._extreme(agg, arg, ctx, events)
             return result, {a: result.take(pa.array(lay.lasts))}, values
         if events is not None:
@@ -502,7 +511,8 @@ class GroupAggregateOperator(Operator):
         return _Events(events.position, presence, event_values.take(pa.array(events.order)),
                        events.after, events.next_position, rows)
 
-    def _extreme(self, agg: _Agg, arg: pa.Array, ctx: _Batch, events: _Events) -> pa.Array:
+    def _extreme(self, agg: _Agg, arg: pa.Array, ctx: _Batch, events: _Events | None
+                 ) -> pa.Array:
         """MIN/MAX at every position, as the best rank among the values present."""
         lay = ctx.layout
         if not ctx.retracting:
@@ -515,6 +525,7 @@ class GroupAggregateOperator(Operator):
         else:
             # the best value present at each position: intervals during which each
             # (group, value) has a positive count, weighted by the value's rank
+            assert events is not None  # a retracting input keeps its values
             candidates = events.values
             weights = _weights(candidates, agg.name == "min")
             present = events.after > 0

@@ -5,6 +5,7 @@ materialized result against DuckDB for randomly re-chunked inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import random
 from collections.abc import Sequence
@@ -364,6 +365,60 @@ def test_random_chunking_materializes_to_duckdb(seed: int, retract: bool,
     assert actual.schema.types == [RANDOM.field(i).type for i in groups] + [
         a[2] for a in RANDOM_AGGS]
     assert_rows(actual, expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_insert_only_input_keeps_min_max_without_values(seed: int) -> None:
+    """Over an input the plan marks insert-only, MIN/MAX keep only the extreme (no values
+    table; DISTINCT aggregates still keep theirs) and the result is DuckDB's; a retraction
+    reaching such an operator is an error, not a wrong extreme."""
+    rng = random.Random(seed)
+    rows = _random_rows(rng, 120)
+    table = pa.Table.from_pylist([dict(zip(RANDOM.names, r)) for r in rows], schema=RANDOM)
+    groups = [[], [0], [0, 1]][seed % 3]
+    node = dataclasses.replace(_node(RANDOM, groups, [a[:4] for a in RANDOM_AGGS]),
+                               insert_only_input=True)
+    operator = _open(node)
+    assert sorted(operator._values) == [i for i, a in enumerate(RANDOM_AGGS) if a[3]]
+    out = [b for batch in _random_chunks(rng, table, [INSERT] * len(rows))
+           for b in operator.process_batch(0, batch)]
+    actual = materialize(out, to_arrow_schema(node.schema))
+    names = [RANDOM.names[i] for i in groups]
+    select = ", ".join([*names, *(a[4] for a in RANDOM_AGGS)])
+    sql = f"SELECT {select} FROM t" + (f" GROUP BY {', '.join(names)}" if names else "")
+    assert_rows(actual, duck(sql, t=table))
+    retraction = with_row_kinds(table.slice(0, 1).combine_chunks().to_batches()[0], [DELETE])
+    with pytest.raises(ExecutionError, match="insert-only"):
+        operator.process_batch(0, retraction)
+
+
+def test_sql_plans_min_max_over_insert_only_input_without_values() -> None:
+    """The planner marks a GROUP BY over a plain source insert-only and one over another
+    GROUP BY's changelog not."""
+    import flowsql
+    from flowsql.session.execute.planning import plan_query
+    from flowsql.sql.statement_parser import parse_one
+
+    session = flowsql.connect(**{"execution.runtime-mode": "streaming"})
+    session.sql("CREATE TABLE src (k BIGINT, v BIGINT) WITH ('connector' = 'datagen', "
+                "'number-of-rows' = '10')")
+
+    def marks(sql: str) -> list[bool]:
+        _, _, plan = plan_query(session, parse_one(sql))  # type: ignore[arg-type]
+        found, stack = [], [plan]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, GroupAggregateExec):
+                found.append(node.insert_only_input)
+            stack.extend(node.inputs)
+        return sorted(found)
+
+    try:
+        assert marks("SELECT k, MAX(v) FROM src GROUP BY k") == [True]
+        assert marks("SELECT c, MAX(k) FROM (SELECT k, COUNT(*) AS c FROM src GROUP BY k) "
+                     "GROUP BY c") == [False, True]
+    finally:
+        session.close()
 
 
 def test_sql_group_by_streams_a_changelog(tmp_path: Any) -> None:
