@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from flowsql.planner.determinism import is_deterministic
 from flowsql.planner.expressions import Call, Case, Cast, ColumnRef, Expr, Literal, UdfCall
 from flowsql.runtime.expressions.registry import Datum, Node
 
@@ -57,11 +58,13 @@ def _shareable(expr: Expr) -> bool:
 
 
 def _deterministic(expr: Expr) -> bool:
+    """``is_deterministic`` (no non-deterministic user function), and besides no call
+    without arguments (PROCTIME reads the clock) and only node kinds compiled here."""
+    if not is_deterministic(expr):
+        return False
     stack = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, UdfCall) and not node.function.hints.deterministic:
-            return False
         if isinstance(node, Call) and not node.args:
             return False
         if not isinstance(node, Call | Cast | Case | UdfCall | ColumnRef | Literal):
